@@ -1,0 +1,24 @@
+#ifndef C_TIMERKIT_SHIMS_H
+#define C_TIMERKIT_SHIMS_H
+
+#include <stdint.h>
+
+/// Reads one of the clocks TimerKit supports, in nanoseconds since the clock's origin.
+/// kind: 0 continuous (counts sleep), 1 suspending (stops in sleep), 2 wall (Unix epoch).
+int64_t ctk_clock_now(int kind);
+
+#if defined(__linux__)
+/// Creates a non-blocking-free (blocking) close-on-exec timerfd on the given clock kind; -1 on error.
+int ctk_timerfd_create(int kind);
+/// Arms fd to expire at the absolute time `deadline` (ns on its clock); 0 disarms.
+/// For the wall clock, the timer also wakes when the system clock is set.
+int ctk_timerfd_arm(int fd, int64_t deadline, int is_wall);
+/// Blocks until fd expires. Returns 1 when it expired, 0 when woken early by a clock change or a
+/// signal (the caller re-reads the clock), -1 on any other error (errno tells).
+int ctk_timerfd_wait(int fd);
+/// Sets this thread's timer slack to 1 ns (the kernel's default is 50 µs) so that wake-ups are as
+/// precise as the hardware allows.
+void ctk_set_precise_timer_slack(void);
+#endif
+
+#endif

@@ -1,0 +1,61 @@
+#define _GNU_SOURCE
+#include "CTimerKitShims.h"
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#endif
+
+#if defined(__APPLE__)
+static clockid_t ctk_clock_id(int kind) {
+    switch (kind) {
+    case 0: return CLOCK_MONOTONIC_RAW;  /* mach_continuous_time: counts sleep */
+    case 1: return CLOCK_UPTIME_RAW;     /* mach_absolute_time: stops in sleep */
+    default: return CLOCK_REALTIME;
+    }
+}
+int64_t ctk_clock_now(int kind) { return (int64_t)clock_gettime_nsec_np(ctk_clock_id(kind)); }
+#else
+static clockid_t ctk_clock_id(int kind) {
+    switch (kind) {
+    case 0: return CLOCK_BOOTTIME;
+    case 1: return CLOCK_MONOTONIC;
+    default: return CLOCK_REALTIME;
+    }
+}
+int64_t ctk_clock_now(int kind) {
+    struct timespec ts;
+    clock_gettime(ctk_clock_id(kind), &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + (int64_t)ts.tv_nsec;
+}
+#endif
+
+#if defined(__linux__)
+int ctk_timerfd_create(int kind) {
+    return timerfd_create(ctk_clock_id(kind), TFD_CLOEXEC);
+}
+
+int ctk_timerfd_arm(int fd, int64_t deadline, int is_wall) {
+    struct itimerspec spec = {0};
+    int flags = 0;
+    if (deadline > 0) {
+        spec.it_value.tv_sec = (time_t)(deadline / 1000000000LL);
+        spec.it_value.tv_nsec = (long)(deadline % 1000000000LL);
+        flags = TFD_TIMER_ABSTIME | (is_wall ? TFD_TIMER_CANCEL_ON_SET : 0);
+    }
+    return timerfd_settime(fd, flags, &spec, NULL);
+}
+
+int ctk_timerfd_wait(int fd) {
+    uint64_t expirations = 0;
+    ssize_t n = read(fd, &expirations, sizeof expirations);
+    if (n == (ssize_t)sizeof expirations) return 1;
+    if (n < 0 && (errno == ECANCELED || errno == EINTR)) return 0;
+    return -1;
+}
+
+void ctk_set_precise_timer_slack(void) { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }
+#endif

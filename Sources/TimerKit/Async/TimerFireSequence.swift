@@ -1,0 +1,143 @@
+import Synchronization
+
+/// The fires of a repeating timer as an `AsyncSequence`, for `for await` (C15).
+///
+/// The sequence ends when its timer is invalidated (by ``timer``'s ``ScheduledTimer/invalidate()``,
+/// or because its clock shut down), and cancelling the task that iterates it invalidates the timer.
+/// It has one consumer: make one iterator.
+///
+/// A consumer slower than the timer does not make fires pile up without bound. Fires that come
+/// while the consumer is busy wait in a small buffer: under ``MissedDeadlinePolicy/coalesce`` they
+/// merge into one element whose ``TimerFire/deadlineCount`` adds theirs up; under
+/// ``MissedDeadlinePolicy/skip`` only the newest waits; under
+/// ``MissedDeadlinePolicy/burst(maxFires:)`` up to `maxFires` wait, the last absorbing the rest.
+///
+/// ```swift
+/// for await fire in try ScheduledTimer.fires(every: .seconds(1)) {
+///     print("tick", fire.sequenceNumber)
+/// }
+/// ```
+public struct TimerFireSequence: AsyncSequence, Sendable {
+    public typealias Element = TimerFire
+    public typealias Failure = Never
+
+    /// The timer behind the sequence: invalidate it to end the sequence.
+    public let timer: ScheduledTimer
+    let channel: FireChannel
+
+    public func makeAsyncIterator() -> Iterator {
+        Iterator(timer: timer, channel: channel)
+    }
+
+    /// Iterates a ``TimerFireSequence``.
+    public struct Iterator: AsyncIteratorProtocol {
+        let timer: ScheduledTimer
+        let channel: FireChannel
+
+        public mutating func next() async -> TimerFire? {
+            let timer = self.timer
+            let channel = self.channel
+            return await withTaskCancellationHandler {
+                await channel.next()
+            } onCancel: {
+                timer.invalidate()
+            }
+        }
+    }
+}
+
+@available(*, unavailable)
+extension TimerFireSequence.Iterator: Sendable {}
+
+extension ScheduledTimer {
+    /// A repeating timer whose fires are the elements of an `AsyncSequence`.
+    ///
+    /// The timer starts at once. The parameters mean what they mean for
+    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)``.
+    ///
+    /// - Throws: ``TimerError`` for bad input, as the other factories do.
+    public static func fires(
+        every interval: Duration,
+        first: TimerStart? = nil,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        missedDeadlines: MissedDeadlinePolicy = .coalesce
+    ) throws(TimerError) -> TimerFireSequence {
+        let limit: Int =
+            switch missedDeadlines {
+            case .coalesce, .skip: 1
+            case .burst(let maxFires): max(1, maxFires)
+            }
+        let channel = FireChannel(limit: limit, mergesCounts: missedDeadlines != .skip)
+        let timer = try make(
+            interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines,
+            delivery: .engineThread,
+            onInvalidate: { channel.finish() },
+            handler: { _, fire in channel.push(fire) })
+        return TimerFireSequence(timer: timer, channel: channel)
+    }
+}
+
+/// The hand-off between a timer's handler and the task iterating its fires.
+final class FireChannel: Sendable {
+    private struct State {
+        var buffer: [TimerFire] = []
+        var waiter: CheckedContinuation<TimerFire?, Never>?
+        var isFinished = false
+    }
+
+    private let state = Mutex(State())
+    private let limit: Int
+    private let mergesCounts: Bool
+
+    init(limit: Int, mergesCounts: Bool) {
+        self.limit = limit
+        self.mergesCounts = mergesCounts
+    }
+
+    func push(_ fire: TimerFire) {
+        let waiter = state.withLock { state -> CheckedContinuation<TimerFire?, Never>? in
+            guard !state.isFinished else { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if state.buffer.count < limit {
+                state.buffer.append(fire)
+            } else {
+                let last = state.buffer.removeLast()
+                state.buffer.append(mergesCounts
+                    ? TimerFire(
+                        scheduledDeadline: last.scheduledDeadline,
+                        firedAt: fire.firedAt,
+                        deadlineCount: last.deadlineCount + fire.deadlineCount,
+                        sequenceNumber: fire.sequenceNumber)
+                    : fire)
+            }
+            return nil
+        }
+        waiter?.resume(returning: fire)
+    }
+
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<TimerFire?, Never>? in
+            state.isFinished = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    func next() async -> TimerFire? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<TimerFire?, Never>) in
+            let ready = state.withLock { state -> TimerFire?? in
+                if !state.buffer.isEmpty { return .some(state.buffer.removeFirst()) }
+                if state.isFinished { return .some(nil) }
+                precondition(state.waiter == nil, "TimerFireSequence: only one task may iterate a timer's fires")
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+extension Duration {
+    /// The duration in whole nanoseconds, or `nil` when that does not fit in 64 bits (C17).
+    ///
+    /// Sub-nanosecond parts are truncated toward zero.
+    var exactNanoseconds: Int64? {
+        let (seconds, attoseconds) = components
+        let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return nil }
+        let (sum, overflow2) = scaled.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return overflow2 ? nil : sum
+    }
+
+    /// The duration in whole nanoseconds, saturating at the ends of the 64-bit range.
+    var saturatingNanoseconds: Int64 {
+        exactNanoseconds ?? (self < .zero ? Int64.min : Int64.max)
+    }
+}
+
+extension Duration {
+    /// Converts a `TimeInterval`-style number of seconds to a duration, rejecting what no timer can
+    /// use (C17): NaN, infinities, and magnitudes whose nanoseconds overflow 64 bits.
+    ///
+    /// `Duration.seconds(_:)` traps or rounds on such input; use this where the number comes from
+    /// a user, a file, or older `TimeInterval` code.
+    ///
+    /// - Throws: ``TimerError/nonFiniteDuration`` or ``TimerError/durationOverflow``.
+    public static func validatedSeconds(_ seconds: Double) throws(TimerError) -> Duration {
+        guard seconds.isFinite else { throw .nonFiniteDuration }
+        let nanoseconds = (seconds * 1e9).rounded(.towardZero)
+        guard nanoseconds > -9.223372036854775e18, nanoseconds < 9.223372036854775e18 else {
+            throw .durationOverflow
+        }
+        return .nanoseconds(Int64(nanoseconds))
+    }
+}

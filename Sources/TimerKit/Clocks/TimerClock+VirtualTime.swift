@@ -1,0 +1,21 @@
+// The hooks `TimerKitTesting` drives a virtual clock through. Not API: use `VirtualClock`.
+
+extension TimerClock {
+    /// Creates a virtual clock whose engine has no driver: time moves only through
+    /// ``_advanceVirtualTime(to:maxFires:)``.
+    @_spi(VirtualTime)
+    public static func _makeVirtual(startingAt nanoseconds: Int64) -> TimerClock {
+        TimerClock(engine: TimerEngine(kind: .virtual, isShared: false, driver: nil, virtualStart: nanoseconds))
+    }
+
+    /// Moves a virtual clock forward to `nanoseconds`, firing what comes due; returns the number of
+    /// handler runs.
+    @_spi(VirtualTime)
+    public func _advanceVirtualTime(to nanoseconds: Int64, maxFires: Int) -> Int {
+        engine.advance(to: nanoseconds, maxFires: maxFires)
+    }
+
+    /// The earliest deadline among a virtual clock's pending timers.
+    @_spi(VirtualTime)
+    public var _earliestVirtualDeadline: Int64? { engine.earliestDeadline }
+}

@@ -1,0 +1,280 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One clock's engine: every pending timer of the clock in one store, behind one lock, woken by one
+/// driver that sleeps until the earliest deadline (C16).
+///
+/// Data flows one way. A timer asks the engine to hold its next deadline (``insert(_:_:)``); the
+/// driver wakes, the engine takes every due timer out of the store and hands each to its delivery
+/// target (``deliver(_:)``); there the timer's state machine (``ScheduledTimer/nextStep(now:_:)``)
+/// decides what the fire means — run, coalesce, skip, burst, or put the timer back.
+///
+/// Lock discipline: `state` guards the store and, by convention, every field of every timer of
+/// this engine marked "guarded by the engine lock". Handlers run, and captured values are released,
+/// only after the lock is let go.
+final class TimerEngine: @unchecked Sendable {
+    struct State {
+        var store = QuaternaryHeap()
+        /// The deadline the driver is armed for; `Int64.max` when disarmed.
+        var armedDeadline = Int64.max
+        var nextTimerID: UInt64 = 0
+        var isShutDown = false
+        var wakeUps = 0
+        /// The current instant of a virtual clock.
+        var virtualNow: Int64 = 0
+        /// Whether a virtual clock is being advanced (advancing is not reentrant).
+        var isAdvancing = false
+    }
+
+    let kind: TimerClock.Kind
+    let isShared: Bool
+    let state: Mutex<State>
+    private let driver: (any EngineDriver)?
+
+    static let sharedContinuous = TimerEngine(kind: .continuous, isShared: true)
+    static let sharedSuspending = TimerEngine(kind: .suspending, isShared: true)
+    static let sharedWall = TimerEngine(kind: .wall, isShared: true)
+
+    /// Creates a system-clock engine with the platform's driver, or a virtual one with none.
+    convenience init(kind: TimerClock.Kind, isShared: Bool) {
+        let driver: (any EngineDriver)?
+        if kind == .virtual {
+            driver = nil
+        } else {
+            #if os(Linux) || os(Android)
+            driver = TimerFDDriver(kind: kind)
+            #else
+            driver = DispatchDriver(kind: kind)
+            #endif
+        }
+        self.init(kind: kind, isShared: isShared, driver: driver)
+    }
+
+    init(kind: TimerClock.Kind, isShared: Bool, driver: (any EngineDriver)?, virtualStart: Int64 = 0) {
+        self.kind = kind
+        self.isShared = isShared
+        self.driver = driver
+        var initial = State()
+        initial.virtualNow = virtualStart
+        self.state = Mutex(initial)
+        driver?.start(serving: self)
+    }
+
+    var isVirtual: Bool { driver == nil }
+
+    /// The current instant on this engine's clock, in nanoseconds.
+    func now() -> Int64 {
+        isVirtual ? state.withLock { $0.virtualNow } : SystemClock.now(kind)
+    }
+
+    @inline(__always)
+    func now(_ state: borrowing State) -> Int64 {
+        isVirtual ? state.virtualNow : SystemClock.now(kind)
+    }
+
+    var pendingCount: Int { state.withLock { $0.store.count } }
+
+    var wakeUpCount: Int { state.withLock { $0.wakeUps } }
+
+    // MARK: Holding deadlines
+
+    /// Puts a timer in the store under its next deadline. Called under the lock, for a timer that is
+    /// active, not suspended, not running and not stored.
+    func insert(_ timer: ScheduledTimer, _ state: inout State) {
+        let deadline = timer.machine.nextDeadline
+        // A virtual clock fires at the deadline itself; a real one may use the tolerance window to
+        // serve several timers with one wake-up (C3).
+        timer.storeKey = isVirtual ? deadline : deadline.addingSaturating(timer.toleranceNanoseconds)
+        state.store.insert(timer)
+        if timer.storeKey < state.armedDeadline, let driver {
+            state.armedDeadline = timer.storeKey
+            driver.arm(at: timer.storeKey)
+        }
+    }
+
+    /// Takes a timer out of the store if it is there. Called under the lock. The driver stays armed:
+    /// a wake-up for a cancelled timer finds nothing due and re-arms, which is cheaper than a system
+    /// call on every cancel.
+    func removeIfStored(_ timer: ScheduledTimer, _ state: inout State) {
+        if timer.storeSlot >= 0 { state.store.remove(timer) }
+    }
+
+    /// Registers a new timer: gives it its creation number and, unless it starts suspended, stores
+    /// its first deadline.
+    func register(_ timer: ScheduledTimer, suspended: Bool) throws(TimerError) {
+        try state.withLock { (state) throws(TimerError) in
+            guard !state.isShutDown else { throw .clockShutDown }
+            timer.id = state.nextTimerID
+            state.nextTimerID &+= 1
+            timer.machine.isSuspended = suspended
+            if !suspended { insert(timer, &state) }
+        }
+    }
+
+    // MARK: Waking up
+
+    /// Fires every due timer. Called by the driver when it wakes; returns `false` once the engine is
+    /// shut down, telling the driver to stop.
+    ///
+    /// The engine wakes at the earliest *latest-acceptable* instant (deadline + tolerance) and then
+    /// takes every timer whose deadline has come, so timers whose tolerance windows overlap share the
+    /// wake-up (C3), and none fires before its deadline (C2).
+    func serviceDueTimers() -> Bool {
+        var due: [ScheduledTimer] = []
+        let now = SystemClock.now(kind)
+        let keepRunning = state.withLock { state -> Bool in
+            guard !state.isShutDown else { return false }
+            state.wakeUps += 1
+            while let first = state.store.first, first.machine.nextDeadline <= now {
+                _ = state.store.removeFirst()
+                first.machine.isRunning = true
+                due.append(first)
+            }
+            state.armedDeadline = state.store.first?.storeKey ?? .max
+            if state.armedDeadline != .max { driver?.arm(at: state.armedDeadline) }
+            return true
+        }
+        deliver(due)
+        return keepRunning
+    }
+
+    /// Hands due timers to their delivery targets, one hop per queue.
+    private func deliver(_ due: [ScheduledTimer]) {
+        guard !due.isEmpty else { return }
+        if due.count == 1 {
+            deliver(due[0])
+            return
+        }
+        var byQueue: [ObjectIdentifier: (queue: DispatchQueue, timers: [ScheduledTimer])] = [:]
+        for timer in due {
+            switch timer.delivery.target {
+            case .engineThread:
+                drain(timer)
+            case .queue(let queue):
+                byQueue[ObjectIdentifier(queue), default: (queue, [])].timers.append(timer)
+            }
+        }
+        for (queue, timers) in byQueue.values {
+            queue.async {
+                for timer in timers { self.drain(timer) }
+            }
+        }
+    }
+
+    /// Hands one timer, already marked running, to its delivery target.
+    ///
+    /// On a virtual clock the run happens before this returns, on the calling thread (or
+    /// synchronously on the timer's queue), so that advancing the clock is deterministic.
+    func deliver(_ timer: ScheduledTimer) {
+        switch timer.delivery.target {
+        case .engineThread:
+            drain(timer)
+        case .queue(let queue):
+            if !isVirtual {
+                queue.async { self.drain(timer) }
+            } else if queue === DispatchQueue.main && Thread.isMainThread {
+                drain(timer)
+            } else {
+                queue.sync { self.drain(timer) }
+            }
+        }
+    }
+
+    /// Runs a timer's handler as many times as its state machine says, then puts the timer back in
+    /// the store (or lets it go). Runs of one timer never overlap (C14): only the holder of the
+    /// timer's `isRunning` flag calls this.
+    func drain(_ timer: ScheduledTimer) {
+        while true {
+            let step = state.withLock { state in
+                timer.nextStep(now: now(state), &state)
+            }
+            switch step {
+            case .run(let handler, let fire):
+                handler(timer, fire)
+            case .runFinal(let handler, let fire, let onInvalidate):
+                handler(timer, fire)
+                onInvalidate?()
+                return
+            case .stop:
+                return
+            case .stopInvalidated(let onInvalidate, let released):
+                _ = released
+                onInvalidate?()
+                return
+            }
+        }
+    }
+
+    // MARK: Virtual time
+
+    /// Moves a virtual clock to `target`, firing every timer due on the way in (deadline, creation)
+    /// order, with the clock set to each deadline before its timer fires. Never moves backwards.
+    /// Returns the number of handler runs.
+    @discardableResult
+    func advance(to target: Int64, maxFires: Int = .max) -> Int {
+        precondition(isVirtual, "TimerEngine.advance(to:): only a virtual clock can be advanced")
+        let startFires = state.withLock { state -> Int in
+            precondition(!state.isAdvancing, "VirtualClock: advance was called from a timer handler while the clock was already advancing")
+            state.isAdvancing = true
+            return 0
+        }
+        var fires = startFires
+        defer { state.withLock { $0.isAdvancing = false } }
+        while fires < maxFires {
+            let next = state.withLock { state -> ScheduledTimer? in
+                guard let first = state.store.first, first.machine.nextDeadline <= target else {
+                    return nil
+                }
+                _ = state.store.removeFirst()
+                state.virtualNow = max(state.virtualNow, first.machine.nextDeadline)
+                state.wakeUps += 1
+                first.machine.isRunning = true
+                return first
+            }
+            guard let next else { break }
+            let before = state.withLock { _ in next.machine.fireCount }
+            deliver(next)
+            fires += state.withLock { _ in next.machine.fireCount } - before
+        }
+        state.withLock { state in
+            if fires < maxFires { state.virtualNow = max(state.virtualNow, target) }
+        }
+        return fires
+    }
+
+    /// The earliest pending deadline of a virtual clock.
+    var earliestDeadline: Int64? {
+        state.withLock { $0.store.first?.machine.nextDeadline }
+    }
+
+    // MARK: Shutting down
+
+    /// Invalidates every timer and stops the driver. Idempotent.
+    func shutdown() {
+        let leftovers = state.withLock { state -> [(ScheduledTimer.Handler?, (@Sendable () -> Void)?)] in
+            guard !state.isShutDown else { return [] }
+            state.isShutDown = true
+            // Wake the driver at once so that it sees the shutdown and ends.
+            state.armedDeadline = 1
+            driver?.arm(at: 1)
+            return state.store.removeAll().map { $0.invalidateLocked() }
+        }
+        // Handlers are released, and hooks called, outside the lock.
+        for (_, onInvalidate) in leftovers { onInvalidate?() }
+    }
+}
+
+extension Int64 {
+    @inline(__always)
+    func addingSaturating(_ other: Int64) -> Int64 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other < 0 ? .min : .max) : sum
+    }
+
+    @inline(__always)
+    func multipliedSaturating(by other: Int64) -> Int64 {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? ((self < 0) != (other < 0) ? .min : .max) : product
+    }
+}

@@ -1,0 +1,73 @@
+import Dispatch
+
+extension ScheduledTimer {
+    /// Schedules a repeating timer whose handler runs on the main actor (C15).
+    ///
+    /// The handler is delivered on the main queue, so it runs in every run-loop mode — also while a
+    /// scroll view tracks — and needs no run loop at all on Linux beyond a serviced main queue.
+    @MainActor
+    @discardableResult
+    public static func repeating(
+        every interval: Duration,
+        first: TimerStart? = nil,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        missedDeadlines: MissedDeadlinePolicy = .coalesce,
+        _ handler: @escaping @MainActor (ScheduledTimer, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: .queue(.main), handler: onMainActor(handler))
+    }
+
+    /// Schedules a one-shot timer whose handler runs on the main actor (C15).
+    @MainActor
+    @discardableResult
+    public static func once(
+        at start: TimerStart,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        _ handler: @escaping @MainActor (ScheduledTimer, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: .queue(.main), handler: onMainActor(handler))
+    }
+
+    /// Schedules a repeating timer bound to a main-actor owner, held weakly (C11): the form for a
+    /// view controller or view model that keeps a timer in a property.
+    ///
+    /// ```swift
+    /// @MainActor final class CountdownViewModel {
+    ///     var timer: ScheduledTimer?
+    ///     var remaining = 60
+    ///     func start() throws {
+    ///         timer = try ScheduledTimer.repeating(every: .seconds(1), owner: self) { model, _ in
+    ///             model.remaining -= 1
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    @MainActor
+    @discardableResult
+    public static func repeating<Owner: AnyObject & Sendable>(
+        every interval: Duration,
+        first: TimerStart? = nil,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        missedDeadlines: MissedDeadlinePolicy = .coalesce,
+        owner: Owner,
+        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        let bound: @MainActor (ScheduledTimer, TimerFire) -> Void = { [weak owner] timer, fire in
+            guard let owner else {
+                timer.invalidate()
+                return
+            }
+            handler(owner, fire)
+        }
+        return try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: .queue(.main), handler: onMainActor(bound))
+    }
+
+    private static func onMainActor(_ handler: @escaping @MainActor (ScheduledTimer, TimerFire) -> Void) -> Handler {
+        { timer, fire in
+            MainActor.assumeIsolated { handler(timer, fire) }
+        }
+    }
+}

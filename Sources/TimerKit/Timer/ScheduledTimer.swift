@@ -1,0 +1,356 @@
+import Dispatch
+
+/// A timer that cannot leak, needs no run loop, and keeps NSTimer's exact semantics where they are
+/// right: fires on a fixed grid with no drift, a tolerance window, and coalesced missed deadlines.
+///
+/// Create one with a factory — ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)``,
+/// ``once(at:tolerance:clock:delivery:_:)``, their owner-bound forms
+/// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)`` (recommended
+/// whenever the handler calls back into an object), or the `@MainActor` forms — or iterate
+/// ``fires(every:first:tolerance:clock:missedDeadlines:)`` with `for await`.
+///
+/// ## Lifetime (C12)
+///
+/// A scheduled timer runs until it is invalidated, its one-shot fire happens, or its owner is gone,
+/// **whether or not anyone keeps the returned handle**: the clock's engine holds every pending
+/// timer. Dropping the handle never stops a timer silently. The only exception is a suspended
+/// timer: nobody can resume it once its last handle is gone, so it is released with the handle.
+///
+/// A timer never holds its owner (C11): the owner-bound factories keep the owner weakly and pass it
+/// to the handler, and once the owner is gone the timer invalidates itself at its next deadline
+/// without calling the handler. Store such a timer in a property of its owner; the owner's `deinit`
+/// runs as soon as the last outside reference goes, and no `invalidate()` in a "view will
+/// disappear" hook is needed.
+///
+/// ## Threads (C13, C14)
+///
+/// Every method is safe from any thread at any time, including from inside the handler. Runs of
+/// one timer's handler never overlap, even on a concurrent queue.
+public final class ScheduledTimer: @unchecked Sendable {
+    /// A handler, as stored: every factory form is reduced to this.
+    typealias Handler = @Sendable (ScheduledTimer, TimerFire) -> Void
+
+    enum Step {
+        /// Run the handler once, then ask again.
+        case run(Handler, TimerFire)
+        /// Run the handler for the last time: the timer is now invalid.
+        case runFinal(Handler, TimerFire, (@Sendable () -> Void)?)
+        /// Nothing to run: the timer is back in the store, suspended, or idle.
+        case stop
+        /// The timer was found invalid (its clock shut down); release and notify.
+        case stopInvalidated((@Sendable () -> Void)?, Handler?)
+    }
+
+    let engine: TimerEngine
+    let toleranceNanoseconds: Int64
+    let delivery: TimerDelivery
+    /// The policy for missed deadlines (C5).
+    public let missedDeadlinePolicy: MissedDeadlinePolicy
+
+    // Guarded by the engine lock.
+    var machine: TimerStateMachine
+    var handler: Handler?
+    var onInvalidate: (@Sendable () -> Void)?
+    /// Creation order on the engine; breaks ties between equal deadlines.
+    var id: UInt64 = 0
+    /// The key the store orders this timer by (deadline + tolerance on a real clock).
+    var storeKey: Int64 = 0
+    /// The timer's position in its engine's store, or -1.
+    var storeSlot = -1
+
+    init(
+        engine: TimerEngine,
+        firstDeadline: Int64,
+        interval: Int64,
+        tolerance: Int64,
+        policy: MissedDeadlinePolicy,
+        delivery: TimerDelivery,
+        handler: @escaping Handler
+    ) {
+        self.engine = engine
+        self.toleranceNanoseconds = tolerance
+        self.missedDeadlinePolicy = policy
+        self.delivery = delivery
+        self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval)
+        self.handler = handler
+    }
+
+    // MARK: Reading state
+
+    /// The clock this timer runs on.
+    public var clock: TimerClock { TimerClock(engine: engine) }
+
+    /// The tolerance: how late after a deadline a fire may happen so that the engine can serve
+    /// several timers with one wake-up (C3). Zero by default.
+    public var tolerance: Duration { .nanoseconds(toleranceNanoseconds) }
+
+    /// Whether the timer can still fire. `false` after ``invalidate()``, after a one-shot timer's
+    /// fire has started (also inside that fire's handler: C6), once an owner-bound timer found its
+    /// owner gone, and once its clock was shut down.
+    public var isValid: Bool {
+        engine.state.withLock { state in machine.lifecycle == .active && !state.isShutDown }
+    }
+
+    /// Whether the timer is suspended (C9).
+    public var isSuspended: Bool { engine.state.withLock { _ in machine.isSuspended } }
+
+    /// The repeat interval, or `nil` for a one-shot timer.
+    public var interval: Duration? {
+        engine.state.withLock { _ in machine.isRepeating ? .nanoseconds(machine.interval) : nil }
+    }
+
+    /// The next deadline on the timer's grid, or `nil` once the timer is invalid.
+    ///
+    /// While the timer is suspended this is the deadline it will fire for (or count as missed) when
+    /// resumed.
+    public var nextDeadline: TimerInstant? {
+        engine.state.withLock { state in
+            guard machine.lifecycle == .active, !state.isShutDown else { return nil }
+            return TimerInstant(kind: engine.kind, nanoseconds: machine.nextDeadline)
+        }
+    }
+
+    /// How many times the handler has started running.
+    public var fireCount: Int { engine.state.withLock { _ in machine.fireCount } }
+
+    // MARK: Controlling
+
+    /// Runs the handler now, on the timer's delivery target, without moving a repeating timer's
+    /// next deadline (C7).
+    ///
+    /// The run's ``TimerFire/deadlineCount`` is 0. On a one-shot timer this is its one fire: the
+    /// timer is invalid from then on. On an invalid timer it does nothing. If a run is under way, the
+    /// requested run follows it (runs never overlap). With ``TimerDelivery/engineThread`` delivery
+    /// the run happens on the calling thread before `fire()` returns (unless a run is under way).
+    public func fire() {
+        let deliverNow = engine.state.withLock { state -> Bool in
+            guard machine.lifecycle == .active, !state.isShutDown else { return false }
+            machine.pendingManualFires += 1
+            guard !machine.isRunning else { return false }
+            engine.removeIfStored(self, &state)
+            machine.isRunning = true
+            return true
+        }
+        if deliverNow { engine.deliver(self) }
+    }
+
+    /// Stops the timer for good (C8).
+    ///
+    /// Idempotent and safe from any thread, including from inside the timer's own handler, where it
+    /// returns at once. Once it returns, no new run of the handler starts; a run already under way
+    /// on another thread may finish. The handler, and everything it captured, is released before
+    /// this returns, or — if a run is under way — when that run returns.
+    public func invalidate() {
+        let (released, onInvalidate) = engine.state.withLock { state in
+            if storeSlot >= 0 { state.store.remove(self) }
+            return invalidateLocked()
+        }
+        _ = released
+        onInvalidate?()
+    }
+
+    /// Stops firing until ``resume()`` (C9). Idempotent and never counted: two suspends and one
+    /// resume leave the timer running.
+    ///
+    /// The deadlines keep their grid while the timer is suspended. A fire already handed to the
+    /// delivery queue but not yet started does not run; its deadline counts as missed on resume.
+    public func suspend() {
+        engine.state.withLock { state in
+            guard machine.lifecycle == .active, !machine.isSuspended else { return }
+            machine.isSuspended = true
+            engine.removeIfStored(self, &state)
+        }
+    }
+
+    /// Resumes a suspended timer (C9). Idempotent.
+    ///
+    /// Deadlines that passed while the timer was suspended are missed deadlines: the timer's
+    /// ``missedDeadlinePolicy`` decides what happens now (C5). A one-shot timer whose deadline
+    /// passed fires at once.
+    public func resume() {
+        let deliverNow = engine.state.withLock { state -> Bool in
+            guard machine.lifecycle == .active, machine.isSuspended, !state.isShutDown else { return false }
+            machine.isSuspended = false
+            guard !machine.isRunning else { return false }
+            if machine.nextDeadline <= engine.now(state) {
+                machine.missedWhileSuspended = true
+                machine.isRunning = true
+                return true
+            }
+            engine.insert(self, &state)
+            return false
+        }
+        if deliverNow { engine.deliver(self) }
+    }
+
+    /// Moves the timer to a new grid (C10): its next deadline becomes `start` and, if `interval` is
+    /// given, its repeat interval changes too (a one-shot timer becomes a repeating one).
+    ///
+    /// Later deadlines are `start + k · interval`. A suspended timer stays suspended. A start in the
+    /// past fires at once.
+    ///
+    /// - Throws: ``TimerError/nonPositiveInterval(_:)`` and ``TimerError/durationOverflow`` for bad
+    ///   input; ``TimerError/clockMismatch(expected:got:)`` for an instant of another clock;
+    ///   ``TimerError/timerInvalidated`` when the timer was already invalid.
+    public func reschedule(at start: TimerStart, every interval: Duration? = nil) throws(TimerError) {
+        let intervalNanoseconds = try interval.map { (interval) throws(TimerError) in try Self.validatedInterval(interval) }
+        try engine.state.withLock { (state) throws(TimerError) in
+            guard machine.lifecycle == .active, !state.isShutDown else { throw .timerInvalidated }
+            let now = engine.now(state)
+            let newInterval = intervalNanoseconds ?? machine.interval
+            machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: now, kind: engine.kind)
+            machine.interval = newInterval
+            machine.burst = nil
+            machine.missedWhileSuspended = false
+            engine.removeIfStored(self, &state)
+            if !machine.isSuspended && !machine.isRunning { engine.insert(self, &state) }
+        }
+    }
+
+    // MARK: The state machine (called under the engine lock)
+
+    /// Makes the timer invalid; returns what must be released and notified after the lock is let go.
+    func invalidateLocked() -> (Handler?, (@Sendable () -> Void)?) {
+        guard machine.lifecycle == .active else { return (nil, nil) }
+        machine.lifecycle = .invalid
+        machine.pendingManualFires = 0
+        machine.burst = nil
+        let released = handler
+        handler = nil
+        let hook = onInvalidate
+        onInvalidate = nil
+        return (released, hook)
+    }
+
+    /// Decides what the running delivery does next. Called by the holder of `isRunning`.
+    func nextStep(now: Int64, _ state: inout TimerEngine.State) -> Step {
+        if state.isShutDown && machine.lifecycle == .active {
+            let (released, hook) = invalidateLocked()
+            machine.isRunning = false
+            return .stopInvalidated(hook, released)
+        }
+        guard machine.lifecycle == .active, let handler else {
+            machine.isRunning = false
+            return .stop
+        }
+        let kind = engine.kind
+        if machine.pendingManualFires > 0 {
+            machine.pendingManualFires -= 1
+            machine.fireCount += 1
+            let at = TimerInstant(kind: kind, nanoseconds: now)
+            let fire = TimerFire(scheduledDeadline: at, firedAt: at, deadlineCount: 0, sequenceNumber: machine.fireCount)
+            if !machine.isRepeating {
+                let (_, hook) = invalidateLocked()
+                machine.isRunning = false
+                return .runFinal(handler, fire, hook)
+            }
+            return .run(handler, fire)
+        }
+        if machine.isSuspended {
+            machine.isRunning = false
+            return .stop
+        }
+        if let burst = machine.burst {
+            machine.fireCount += 1
+            let last = burst.fires == 1
+            machine.burst = last ? nil : (burst.nextScheduled.addingSaturating(machine.interval), burst.fires - 1, burst.lastCount)
+            let fire = TimerFire(
+                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: burst.nextScheduled),
+                firedAt: TimerInstant(kind: kind, nanoseconds: now),
+                deadlineCount: last ? burst.lastCount : 1,
+                sequenceNumber: machine.fireCount)
+            return .run(handler, fire)
+        }
+        let deadline = machine.nextDeadline
+        guard deadline <= now else {
+            // Not due (yet, or again): back to the store.
+            machine.isRunning = false
+            engine.insert(self, &state)
+            return .stop
+        }
+        if !machine.isRepeating {
+            // C6: a one-shot timer is invalid from the moment its fire starts.
+            machine.fireCount += 1
+            let fire = TimerFire(
+                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: deadline),
+                firedAt: TimerInstant(kind: kind, nanoseconds: now),
+                deadlineCount: 1,
+                sequenceNumber: machine.fireCount)
+            let (_, hook) = invalidateLocked()
+            machine.isRunning = false
+            return .runFinal(handler, fire, hook)
+        }
+        // Count the grid deadlines that have come: deadline, deadline + i, …, deadline + (n-1)·i ≤ now.
+        let interval = machine.interval
+        let behind = now.subtractingReportingOverflow(deadline)
+        let due: Int64 = behind.overflow ? .max : behind.partialValue / interval + 1
+        machine.nextDeadline = deadline.addingSaturating(due.multipliedSaturating(by: interval))
+        let missed = due > 1 || machine.missedWhileSuspended
+        machine.missedWhileSuspended = false
+        let count = Int(clamping: due)
+        func fire(_ scheduled: Int64, _ count: Int) -> Step {
+            machine.fireCount += 1
+            return .run(handler, TimerFire(
+                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: scheduled),
+                firedAt: TimerInstant(kind: kind, nanoseconds: now),
+                deadlineCount: count,
+                sequenceNumber: machine.fireCount))
+        }
+        guard missed else { return fire(deadline, 1) }
+        switch missedDeadlinePolicy {
+        case .coalesce:
+            return fire(deadline, count)
+        case .skip:
+            return nextStep(now: now, &state)
+        case .burst(let maxFires):
+            let fires = min(count, maxFires)
+            if fires > 1 {
+                machine.burst = (deadline.addingSaturating(interval), fires - 1, count - fires + 1)
+                return fire(deadline, 1)
+            }
+            return fire(deadline, count)
+        }
+    }
+
+    // MARK: Validation (C17)
+
+    static func validatedInterval(_ interval: Duration) throws(TimerError) -> Int64 {
+        guard interval > .zero else { throw .nonPositiveInterval(interval) }
+        guard let nanoseconds = interval.exactNanoseconds else { throw .durationOverflow }
+        // Sub-nanosecond intervals round up to 1 ns rather than to a zero interval.
+        return max(nanoseconds, 1)
+    }
+
+    static func validatedTolerance(_ tolerance: Duration) throws(TimerError) -> Int64 {
+        guard tolerance >= .zero else { throw .negativeTolerance(tolerance) }
+        guard let nanoseconds = tolerance.exactNanoseconds else { throw .durationOverflow }
+        return nanoseconds
+    }
+
+    /// The first deadline, in nanoseconds on the clock; `nil` start means one interval from now.
+    static func firstDeadline(_ start: TimerStart?, interval: Int64, now: Int64, kind: TimerClock.Kind) throws(TimerError) -> Int64 {
+        func offset(_ delay: Duration) throws(TimerError) -> Int64 {
+            guard let nanoseconds = delay.exactNanoseconds else { throw .durationOverflow }
+            let (deadline, overflow) = now.addingReportingOverflow(nanoseconds)
+            guard !overflow else { throw .durationOverflow }
+            return deadline
+        }
+        switch start {
+        case nil:
+            let (deadline, overflow) = now.addingReportingOverflow(interval)
+            guard !overflow else { throw .durationOverflow }
+            return deadline
+        case .now?:
+            return now
+        case .after(let delay)?:
+            return try offset(delay)
+        case .at(let instant)?:
+            guard instant.clockKind == kind else { throw .clockMismatch(expected: kind, got: instant.clockKind) }
+            return instant.nanoseconds
+        case .date(let date)?:
+            let wall = TimerInstant(date)
+            if kind == .wall { return wall.nanoseconds }
+            return try offset(.nanoseconds(wall.nanoseconds.subtractingReportingOverflow(SystemClock.now(.wall)).partialValue))
+        }
+    }
+}

@@ -1,0 +1,45 @@
+/// Why TimerKit refused a request (C17).
+///
+/// TimerKit throws for input that can come from data (a duration, a tolerance, a policy limit) and
+/// for requests that race with the timer's end (rescheduling a timer another thread just
+/// invalidated). It traps, with a message, only on caller bugs that no data can cause, such as
+/// comparing instants of two different kinds of clock.
+public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A repeating timer's interval was zero or negative.
+    case nonPositiveInterval(Duration)
+    /// A tolerance was negative.
+    case negativeTolerance(Duration)
+    /// A number of seconds was NaN or infinite.
+    case nonFiniteDuration
+    /// A duration, or an instant computed from one, does not fit in 64 bits of nanoseconds.
+    case durationOverflow
+    /// ``MissedDeadlinePolicy/burst(maxFires:)`` was given a limit below 1.
+    case invalidBurstLimit(Int)
+    /// A deadline was an instant of another kind of clock than the timer's.
+    case clockMismatch(expected: TimerClock.Kind, got: TimerClock.Kind)
+    /// The timer was invalidated before the request (for example by another thread).
+    case timerInvalidated
+    /// The timer's clock was shut down with ``TimerClock/shutdown()``.
+    case clockShutDown
+
+    public var description: String {
+        switch self {
+        case .nonPositiveInterval(let interval):
+            "a repeating timer's interval must be positive, got \(interval)"
+        case .negativeTolerance(let tolerance):
+            "a timer's tolerance must not be negative, got \(tolerance)"
+        case .nonFiniteDuration:
+            "a duration must be a finite number of seconds"
+        case .durationOverflow:
+            "the duration does not fit in 64 bits of nanoseconds (about 292 years)"
+        case .invalidBurstLimit(let limit):
+            "burst(maxFires:) needs a limit of at least 1, got \(limit)"
+        case .clockMismatch(let expected, let got):
+            "the deadline is an instant of the \(got) clock, but the timer runs on the \(expected) clock"
+        case .timerInvalidated:
+            "the timer was invalidated"
+        case .clockShutDown:
+            "the timer's clock was shut down"
+        }
+    }
+}

@@ -1,0 +1,37 @@
+/// What one run of a timer's handler stands for (C5).
+///
+/// A fire normally stands for one deadline. When deadlines were missed (a slow handler, a busy
+/// queue, a suspended timer, a sleeping machine) a coalesced fire stands for several, and
+/// ``deadlineCount`` says how many. A run started by ``ScheduledTimer/fire()`` stands for none.
+public struct TimerFire: Sendable, Hashable, CustomStringConvertible {
+    /// The deadline this fire was scheduled for: the earliest one it stands for, or the moment
+    /// ``ScheduledTimer/fire()`` was called.
+    public let scheduledDeadline: TimerInstant
+
+    /// When the engine decided to run the handler, on the timer's clock.
+    public let firedAt: TimerInstant
+
+    /// How many deadlines this fire stands for: 1 normally, more after missed deadlines under
+    /// ``MissedDeadlinePolicy/coalesce``, 0 for a run started by ``ScheduledTimer/fire()``.
+    public let deadlineCount: Int
+
+    /// The 1-based number of this handler run in the timer's life.
+    public let sequenceNumber: Int
+
+    /// How long after ``scheduledDeadline`` the fire happened. Never negative (C2).
+    public var lateness: Duration { firedAt - scheduledDeadline }
+
+    /// Whether this run was started by ``ScheduledTimer/fire()`` rather than by a deadline.
+    public var isManual: Bool { deadlineCount == 0 }
+
+    public init(scheduledDeadline: TimerInstant, firedAt: TimerInstant, deadlineCount: Int, sequenceNumber: Int) {
+        self.scheduledDeadline = scheduledDeadline
+        self.firedAt = firedAt
+        self.deadlineCount = deadlineCount
+        self.sequenceNumber = sequenceNumber
+    }
+
+    public var description: String {
+        "TimerFire(#\(sequenceNumber), deadline: \(scheduledDeadline), lateness: \(lateness), deadlines: \(deadlineCount))"
+    }
+}

@@ -1,0 +1,35 @@
+/// A timer's state, changed only under its engine's lock.
+///
+/// Invariant: a timer is in its engine's store exactly when it is active, not suspended and not
+/// running. "Running" means a delivery is under way: the timer was handed to its target and the
+/// holder of the flag calls ``ScheduledTimer/nextStep(now:_:)`` until it says stop. So runs never
+/// overlap (C14), and the decision about what a fire means is made at the moment the run starts,
+/// when suspension, invalidation and the clock are all known.
+struct TimerStateMachine {
+    enum Lifecycle {
+        case active
+        case invalid
+    }
+
+    var lifecycle = Lifecycle.active
+    var isSuspended = false
+    var isRunning = false
+    /// The next deadline on the grid (C4): the first deadline plus a whole number of intervals.
+    var nextDeadline: Int64
+    /// The repeat interval in nanoseconds; 0 for a one-shot timer.
+    var interval: Int64
+    /// Whether `nextDeadline` passed while the timer was suspended: then it counts as missed (C5, C9).
+    var missedWhileSuspended = false
+    /// Runs requested by `fire()` and not yet started.
+    var pendingManualFires = 0
+    /// The rest of a burst of missed deadlines being fired back to back.
+    var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)?
+    var fireCount = 0
+
+    init(firstDeadline: Int64, interval: Int64) {
+        self.nextDeadline = firstDeadline
+        self.interval = interval
+    }
+
+    var isRepeating: Bool { interval > 0 }
+}
