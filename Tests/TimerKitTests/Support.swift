@@ -1,0 +1,42 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import TimerKit
+
+/// Collects values from handlers running on other threads.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
+
+    var all: [Value] { values.withLock { $0 } }
+
+    var count: Int { values.withLock { $0.count } }
+}
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let value = Atomic<Int>(0)
+
+    @discardableResult
+    func increment() -> Int { value.add(1, ordering: .relaxed).newValue }
+
+    func decrement() { value.subtract(1, ordering: .relaxed) }
+
+    var current: Int { value.load(ordering: .relaxed) }
+}
+
+/// Waits, polling, until `condition` holds or `timeout` passes; returns whether it held.
+/// Real-time tests use generous timeouts: they must hold on a loaded 2-core machine.
+func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let end = clock.now + timeout
+    while clock.now < end {
+        if condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return condition()
+}
+
+/// Real-time lateness that holds on a loaded, shared 2-core machine (precision is for benchmarks).
+let generousLateness = Duration.milliseconds(50)
