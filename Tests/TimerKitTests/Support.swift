@@ -28,7 +28,11 @@ final class Counter: Sendable {
 
 /// Waits, polling, until `condition` holds or `timeout` passes; returns whether it held.
 /// Real-time tests use generous timeouts: they must hold on a loaded 2-core machine.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+func eventually(
+    isolation: isolated (any Actor)? = #isolation,
+    timeout: Duration = .seconds(10),
+    _ condition: () -> Bool
+) async -> Bool {
     let clock = ContinuousClock()
     let end = clock.now + timeout
     while clock.now < end {

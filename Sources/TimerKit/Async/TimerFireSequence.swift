@@ -3,8 +3,9 @@ import Synchronization
 /// The fires of a repeating timer as an `AsyncSequence`, for `for await` (C15).
 ///
 /// The sequence ends when its timer is invalidated (by ``timer``'s ``ScheduledTimer/invalidate()``,
-/// or because its clock shut down), and cancelling the task that iterates it invalidates the timer.
-/// It has one consumer: make one iterator.
+/// or because its clock shut down). Cancelling the task that iterates it, or dropping the iterator
+/// (leaving a `for await` loop early), invalidates the timer. It has one consumer: make one
+/// iterator.
 ///
 /// A consumer slower than the timer does not make fires pile up without bound. Fires that come
 /// while the consumer is busy wait in a small buffer: under ``MissedDeadlinePolicy/coalesce`` they
@@ -26,16 +27,16 @@ public struct TimerFireSequence: AsyncSequence, Sendable {
     let channel: FireChannel
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(timer: timer, channel: channel)
+        Iterator(lease: Lease(timer: timer), channel: channel)
     }
 
     /// Iterates a ``TimerFireSequence``.
     public struct Iterator: AsyncIteratorProtocol {
-        let timer: ScheduledTimer
+        let lease: Lease
         let channel: FireChannel
 
         public mutating func next() async -> TimerFire? {
-            let timer = self.timer
+            let timer = lease.timer
             let channel = self.channel
             return await withTaskCancellationHandler {
                 await channel.next()
@@ -48,6 +49,17 @@ public struct TimerFireSequence: AsyncSequence, Sendable {
 
 @available(*, unavailable)
 extension TimerFireSequence.Iterator: Sendable {}
+
+extension TimerFireSequence {
+    /// Invalidates the timer when the last copy of the iterator goes away.
+    final class Lease: Sendable {
+        let timer: ScheduledTimer
+
+        init(timer: ScheduledTimer) { self.timer = timer }
+
+        deinit { timer.invalidate() }
+    }
+}
 
 extension ScheduledTimer {
     /// A repeating timer whose fires are the elements of an `AsyncSequence`.

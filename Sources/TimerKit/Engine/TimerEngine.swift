@@ -25,7 +25,14 @@ final class TimerEngine: @unchecked Sendable {
         var virtualNow: Int64 = 0
         /// Whether a virtual clock is being advanced (advancing is not reentrant).
         var isAdvancing = false
+        /// Engine-thread timers that used up their run budget and wait for their next turn.
+        var ready: [ScheduledTimer] = []
     }
+
+    /// How many handler runs one delivery may make before the timer yields its target to the
+    /// others (a slow repeating timer, a burst, or `fire()` called in a loop cannot monopolize the
+    /// engine thread or a queue).
+    static let runBudget = 16
 
     let kind: TimerClock.Kind
     let isShared: Bool
@@ -126,6 +133,7 @@ final class TimerEngine: @unchecked Sendable {
         let keepRunning = state.withLock { state -> Bool in
             guard !state.isShutDown else { return false }
             state.wakeUps += 1
+            swap(&due, &state.ready)
             while let first = state.store.first, first.machine.nextDeadline <= now {
                 _ = state.store.removeFirst()
                 first.machine.isRunning = true
@@ -185,10 +193,16 @@ final class TimerEngine: @unchecked Sendable {
     /// the store (or lets it go). Runs of one timer never overlap (C14): only the holder of the
     /// timer's `isRunning` flag calls this.
     func drain(_ timer: ScheduledTimer) {
+        var runs = 0
         while true {
             let step = state.withLock { state in
-                timer.nextStep(now: now(state), &state)
+                let now = now(state)
+                if runs >= Self.runBudget && !isVirtual && timer.hasWorkNow(now) {
+                    return yieldTurn(timer, &state)
+                }
+                return timer.nextStep(now: now, &state)
             }
+            runs += 1
             switch step {
             case .run(let handler, let fire):
                 handler(timer, fire)
@@ -198,12 +212,28 @@ final class TimerEngine: @unchecked Sendable {
                 return
             case .stop:
                 return
+            case .yield:
+                if case .queue(let queue) = timer.delivery.target {
+                    queue.async { self.drain(timer) }
+                }
+                return
             case .stopInvalidated(let onInvalidate, let released):
                 _ = released
                 onInvalidate?()
                 return
             }
         }
+    }
+
+    /// Gives up a running timer's turn: it keeps its `isRunning` flag and continues later — on the
+    /// engine thread at the next wake-up (armed for now), on a queue in a new block.
+    private func yieldTurn(_ timer: ScheduledTimer, _ state: inout State) -> ScheduledTimer.Step {
+        if case .engineThread = timer.delivery.target {
+            state.ready.append(timer)
+            state.armedDeadline = 1
+            driver?.arm(at: 1)
+        }
+        return .yield
     }
 
     // MARK: Virtual time

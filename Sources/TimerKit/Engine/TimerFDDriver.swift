@@ -27,12 +27,15 @@ final class TimerFDDriver: EngineDriver, @unchecked Sendable {
         precondition(fd >= 0, "TimerFDDriver: timerfd_create failed (errno \(errno))")
         self.fd = fd
         self.isWall = kind == .wall
-        self.name = "TimerKit engine (\(kind))"
+        // Linux keeps at most 15 bytes of a thread name.
+        self.name = "tk.\(kind)"
     }
 
     func start(serving engine: TimerEngine) {
         let fd = self.fd
+        let name = self.name
         let thread = Thread {
+            Thread.current.name = name
             ctk_set_precise_timer_slack()
             while engine.serviceDueTimers() {
                 if ctk_timerfd_wait(fd) < 0 {
@@ -41,7 +44,6 @@ final class TimerFDDriver: EngineDriver, @unchecked Sendable {
             }
             close(fd)
         }
-        thread.name = name
         thread.qualityOfService = .userInteractive
         thread.start()
     }

@@ -4,10 +4,12 @@ extension ScheduledTimer {
     /// Schedules a repeating timer whose handler runs on the main actor (C15).
     ///
     /// The handler is delivered on the main queue, so it runs in every run-loop mode — also while a
-    /// scroll view tracks — and needs no run loop at all on Linux beyond a serviced main queue.
+    /// scroll view tracks. (On Linux the main queue must be serviced: `dispatchMain()`, a running
+    /// `RunLoop.main`, or Swift concurrency's main executor.) The other parameters mean what they
+    /// mean for ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)``.
     @MainActor
     @discardableResult
-    public static func repeating(
+    public static func repeatingOnMainActor(
         every interval: Duration,
         first: TimerStart? = nil,
         tolerance: Duration = .zero,
@@ -21,7 +23,7 @@ extension ScheduledTimer {
     /// Schedules a one-shot timer whose handler runs on the main actor (C15).
     @MainActor
     @discardableResult
-    public static func once(
+    public static func onceOnMainActor(
         at start: TimerStart,
         tolerance: Duration = .zero,
         clock: TimerClock = .continuous,
@@ -38,7 +40,7 @@ extension ScheduledTimer {
     ///     var timer: ScheduledTimer?
     ///     var remaining = 60
     ///     func start() throws {
-    ///         timer = try ScheduledTimer.repeating(every: .seconds(1), owner: self) { model, _ in
+    ///         timer = try ScheduledTimer.repeatingOnMainActor(every: .seconds(1), owner: self) { model, _ in
     ///             model.remaining -= 1
     ///         }
     ///     }
@@ -46,7 +48,7 @@ extension ScheduledTimer {
     /// ```
     @MainActor
     @discardableResult
-    public static func repeating<Owner: AnyObject & Sendable>(
+    public static func repeatingOnMainActor<Owner: AnyObject & Sendable>(
         every interval: Duration,
         first: TimerStart? = nil,
         tolerance: Duration = .zero,

@@ -37,6 +37,8 @@ public final class ScheduledTimer: @unchecked Sendable {
         case runFinal(Handler, TimerFire, (@Sendable () -> Void)?)
         /// Nothing to run: the timer is back in the store, suspended, or idle.
         case stop
+        /// More to run, but the delivery used its budget: continue in a later turn.
+        case yield
         /// The timer was found invalid (its clock shut down); release and notify.
         case stopInvalidated((@Sendable () -> Void)?, Handler?)
     }
@@ -120,12 +122,14 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///
     /// The run's ``TimerFire/deadlineCount`` is 0. On a one-shot timer this is its one fire: the
     /// timer is invalid from then on. On an invalid timer it does nothing. If a run is under way, the
-    /// requested run follows it (runs never overlap). With ``TimerDelivery/engineThread`` delivery
-    /// the run happens on the calling thread before `fire()` returns (unless a run is under way).
+    /// requested run follows it (runs never overlap); requests made while one is already waiting
+    /// merge into it, so calling `fire()` in a loop cannot queue work without bound. With
+    /// ``TimerDelivery/engineThread`` delivery the run happens on the calling thread before `fire()`
+    /// returns (unless a run is under way).
     public func fire() {
         let deliverNow = engine.state.withLock { state -> Bool in
             guard machine.lifecycle == .active, !state.isShutDown else { return false }
-            machine.pendingManualFires += 1
+            machine.hasPendingManualFire = true
             guard !machine.isRunning else { return false }
             engine.removeIfStored(self, &state)
             machine.isRunning = true
@@ -213,13 +217,19 @@ public final class ScheduledTimer: @unchecked Sendable {
     func invalidateLocked() -> (Handler?, (@Sendable () -> Void)?) {
         guard machine.lifecycle == .active else { return (nil, nil) }
         machine.lifecycle = .invalid
-        machine.pendingManualFires = 0
+        machine.hasPendingManualFire = false
         machine.burst = nil
         let released = handler
         handler = nil
         let hook = onInvalidate
         onInvalidate = nil
         return (released, hook)
+    }
+
+    /// Whether the running delivery would run the handler again right now.
+    func hasWorkNow(_ now: Int64) -> Bool {
+        guard machine.lifecycle == .active else { return false }
+        return machine.hasPendingManualFire || (!machine.isSuspended && (machine.burst != nil || machine.nextDeadline <= now))
     }
 
     /// Decides what the running delivery does next. Called by the holder of `isRunning`.
@@ -234,8 +244,8 @@ public final class ScheduledTimer: @unchecked Sendable {
             return .stop
         }
         let kind = engine.kind
-        if machine.pendingManualFires > 0 {
-            machine.pendingManualFires -= 1
+        if machine.hasPendingManualFire {
+            machine.hasPendingManualFire = false
             machine.fireCount += 1
             let at = TimerInstant(kind: kind, nanoseconds: now)
             let fire = TimerFire(scheduledDeadline: at, firedAt: at, deadlineCount: 0, sequenceNumber: machine.fireCount)

@@ -5,8 +5,8 @@ import Dispatch
 /// No run loop is involved: a timer fires whatever the main thread is doing with its run loop, in
 /// every run-loop mode, and a blocked thread delays only the timers delivered to it.
 ///
-/// For a `@MainActor` handler, use the factory methods that take one (they are `@MainActor`
-/// themselves); they deliver on the main queue.
+/// For a `@MainActor` handler, use ``ScheduledTimer/repeatingOnMainActor(every:first:tolerance:clock:missedDeadlines:_:)``
+/// and its siblings; they deliver on the main queue.
 public struct TimerDelivery: Sendable, Hashable, CustomStringConvertible {
     enum Target: Sendable, Hashable {
         case engineThread

@@ -20,8 +20,8 @@ struct TimerStateMachine {
     var interval: Int64
     /// Whether `nextDeadline` passed while the timer was suspended: then it counts as missed (C5, C9).
     var missedWhileSuspended = false
-    /// Runs requested by `fire()` and not yet started.
-    var pendingManualFires = 0
+    /// Whether a run requested by `fire()` has not started yet (further requests merge into it).
+    var hasPendingManualFire = false
     /// The rest of a burst of missed deadlines being fired back to back.
     var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)?
     var fireCount = 0
