@@ -4,7 +4,8 @@ import Testing
 import TimerKit
 
 /// C15: where handlers run, in real time.
-@Suite("Delivery", .timeLimit(.minutes(1)))
+extension RealTime {
+@Suite("Delivery")
 struct DeliveryTests {
     @Test("C15: a queue-delivered handler runs on its queue")
     func runsOnItsQueue() async throws {
@@ -20,7 +21,8 @@ struct DeliveryTests {
 
     @Test("C15: a timer on one queue keeps its grid while another thread is blocked in a 300 ms busy loop")
     func blockedThreadDelaysOnlyItsOwnTimers() async throws {
-        let interval = Duration.milliseconds(20)
+        // Long enough that the suite's own parallel load cannot make the free timer miss one.
+        let interval = Duration.milliseconds(60)
         let fires = Recorder<TimerFire>()
         let timer = try ScheduledTimer.repeating(every: interval, delivery: .queue(DispatchQueue(label: "free"))) { _, fire in
             fires.append(fire)
@@ -35,12 +37,12 @@ struct DeliveryTests {
             let end = ContinuousClock.now + .milliseconds(300)
             while ContinuousClock.now < end {}
         }
-        try await Task.sleep(for: .milliseconds(600))
+        try await Task.sleep(for: .milliseconds(700))
         timer.invalidate()
         blockedTimer.invalidate()
 
         let all = fires.all
-        #expect(all.count >= 20)
+        #expect(all.count >= 10)
         let first = try #require(all.first).scheduledDeadline
         for (k, fire) in all.enumerated() {
             #expect(fire.scheduledDeadline == first + interval * k, "C4: on the grid")
@@ -48,7 +50,7 @@ struct DeliveryTests {
             #expect(fire.lateness < generousLateness)
         }
         // The timer delivered to the blocked queue waited, then coalesced what it missed (C5).
-        #expect(blockedFires.all.contains { $0.deadlineCount >= 5 })
+        #expect(blockedFires.all.contains { $0.deadlineCount >= 4 })
     }
 
     @MainActor
@@ -118,4 +120,5 @@ struct DeliveryTests {
         }
         #expect(received.dropFirst().allSatisfy { $0.deadlineCount >= 2 })
     }
+}
 }

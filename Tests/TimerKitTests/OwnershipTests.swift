@@ -4,7 +4,8 @@ import Testing
 import TimerKit
 
 /// C11 and C12: the articles' scenes, in real time.
-@Suite("Ownership", .timeLimit(.minutes(1)))
+extension RealTime {
+@Suite("Ownership")
 struct OwnershipTests {
     /// The articles' view controller: it keeps a repeating timer in a property and calls its own
     /// method from the timer.
@@ -104,4 +105,5 @@ struct OwnershipTests {
         #expect(await eventually { fired.current == 1 })
         #expect(await eventually { weakPayload == nil })
     }
+}
 }

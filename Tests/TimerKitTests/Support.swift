@@ -44,3 +44,9 @@ func eventually(
 
 /// Real-time lateness that holds on a loaded, shared 2-core machine (precision is for benchmarks).
 let generousLateness = Duration.milliseconds(50)
+
+/// The suites that measure real time run one at a time, so that none is the others' load (the
+/// 8-thread stress test would otherwise decide the lateness of every other test). Virtual-clock
+/// suites stay parallel: they measure nothing.
+@Suite("Real time", .serialized, .timeLimit(.minutes(2)))
+enum RealTime {}

@@ -5,7 +5,8 @@ import Foundation
 /// An instant is a count of nanoseconds since its clock's origin: boot for the continuous and
 /// suspending clocks, the Unix epoch for the wall clock, the clock's start for a virtual clock.
 /// Instants of different kinds of clock cannot be compared or subtracted. Arithmetic saturates at
-/// the ends of the 64-bit range instead of wrapping.
+/// the ends of the 64-bit range instead of wrapping, and the largest instant (`Int64.max`
+/// nanoseconds, about 292 years after the origin) is the end of time: a deadline there never comes.
 public struct TimerInstant: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The kind of clock this instant belongs to.
     public let clockKind: TimerClock.Kind

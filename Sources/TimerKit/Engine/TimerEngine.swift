@@ -253,7 +253,9 @@ final class TimerEngine: @unchecked Sendable {
         defer { state.withLock { $0.isAdvancing = false } }
         while fires < maxFires {
             let next = state.withLock { state -> ScheduledTimer? in
-                guard let first = state.store.first, first.machine.nextDeadline <= target else {
+                guard let first = state.store.first, first.machine.nextDeadline <= target,
+                    first.machine.nextDeadline != .max  // the end of time never comes
+                else {
                     return nil
                 }
                 _ = state.store.removeFirst()
@@ -273,9 +275,12 @@ final class TimerEngine: @unchecked Sendable {
         return fires
     }
 
-    /// The earliest pending deadline of a virtual clock.
+    /// The earliest pending deadline of a virtual clock, or `nil` when no deadline will ever come
+    /// (`Int64.max` is the end of time).
     var earliestDeadline: Int64? {
-        state.withLock { $0.store.first?.machine.nextDeadline }
+        state.withLock { state in
+            state.store.first.map(\.machine.nextDeadline).flatMap { $0 == .max ? nil : $0 }
+        }
     }
 
     // MARK: Shutting down

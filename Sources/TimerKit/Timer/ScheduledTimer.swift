@@ -176,7 +176,7 @@ public final class ScheduledTimer: @unchecked Sendable {
             guard machine.lifecycle == .active, machine.isSuspended, !state.isShutDown else { return false }
             machine.isSuspended = false
             guard !machine.isRunning else { return false }
-            if machine.nextDeadline <= engine.now(state) {
+            if machine.nextDeadline <= engine.now(state) && machine.nextDeadline != .max {
                 machine.missedWhileSuspended = true
                 machine.isRunning = true
                 return true
@@ -229,7 +229,8 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Whether the running delivery would run the handler again right now.
     func hasWorkNow(_ now: Int64) -> Bool {
         guard machine.lifecycle == .active else { return false }
-        return machine.hasPendingManualFire || (!machine.isSuspended && (machine.burst != nil || machine.nextDeadline <= now))
+        let isDue = machine.nextDeadline <= now && machine.nextDeadline != .max
+        return machine.hasPendingManualFire || (!machine.isSuspended && (machine.burst != nil || isDue))
     }
 
     /// Decides what the running delivery does next. Called by the holder of `isRunning`.
@@ -272,7 +273,8 @@ public final class ScheduledTimer: @unchecked Sendable {
             return .run(handler, fire)
         }
         let deadline = machine.nextDeadline
-        guard deadline <= now else {
+        // `Int64.max` is the end of time: a deadline there (a saturated grid) never comes (C17).
+        guard deadline <= now && deadline != .max else {
             // Not due (yet, or again): back to the store.
             machine.isRunning = false
             engine.insert(self, &state)

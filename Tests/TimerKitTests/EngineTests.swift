@@ -1,0 +1,243 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import TimerKit
+import TimerKitTesting
+
+/// C16 (and C3's coalescing): one engine per clock, its store, its driver.
+extension RealTime {
+@Suite("Engine")
+struct EngineTests {
+    // MARK: The store, against a reference model
+
+    @Test("C16: the 4-ary heap pops timers in (key, creation) order through random inserts and removals", arguments: [1, 2, 3, 42, 2026] as [UInt64])
+    func heapMatchesReferenceModel(seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        let engine = TimerEngine(kind: .virtual, isShared: false, driver: nil)
+        var heap = QuaternaryHeap()
+        var model: [ScheduledTimer] = []
+        var nextID: UInt64 = 0
+        func makeTimer() -> ScheduledTimer {
+            let timer = ScheduledTimer(engine: engine, firstDeadline: 0, interval: 0, tolerance: 0, policy: .coalesce, delivery: .engineThread) { _, _ in }
+            timer.id = nextID
+            nextID += 1
+            // Few distinct keys, so that ties are common.
+            timer.storeKey = Int64.random(in: 0..<64, using: &random)
+            return timer
+        }
+        func modelMinimum() -> Int? {
+            model.indices.min { model[$0].storeKey < model[$1].storeKey || (model[$0].storeKey == model[$1].storeKey && model[$0].id < model[$1].id) }
+        }
+        // Mismatches are counted and checked once: an expectation per step would dominate the run.
+        var mismatches = 0
+        for _ in 0..<3_000 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<5:
+                let timer = makeTimer()
+                heap.insert(timer)
+                model.append(timer)
+            case 5..<7 where !model.isEmpty:
+                let index = Int.random(in: 0..<model.count, using: &random)
+                heap.remove(model[index])
+                if model[index].storeSlot != -1 { mismatches += 1 }
+                model.remove(at: index)
+            default:
+                let expected = modelMinimum().map { model.remove(at: $0) }
+                if heap.removeFirst() !== expected { mismatches += 1 }
+            }
+            if heap.count != model.count || heap.first !== modelMinimum().map({ model[$0] }) { mismatches += 1 }
+        }
+        #expect(mismatches == 0)
+        let drained = heap.removeAll()
+        #expect(Set(drained.map(\.id)) == Set(model.map(\.id)))
+        #expect(drained.allSatisfy { $0.storeSlot == -1 })
+    }
+
+    // MARK: The engine, against a reference model, on the virtual clock
+
+    /// A timer as the reference model sees it.
+    struct ModelTimer {
+        var next: Int64
+        var interval: Int64
+        var isAlive = true
+    }
+
+    @Test("C16: schedule, cancel, reschedule and advance in random order fire the same timers at the same deadlines, in the same order, as a reference model", arguments: [7, 11, 99, 1234, 31337] as [UInt64])
+    func engineMatchesReferenceModel(seed: UInt64) throws {
+        var random = SeededRandom(seed: seed)
+        let clock = VirtualClock()
+        let fired = Recorder<(Int, Int64)>()
+        var timers: [ScheduledTimer] = []
+        var model: [ModelTimer] = []
+        var modelNow: Int64 = 0
+        var modelFired: [(Int, Int64)] = []
+        var clockMismatches = 0
+        let ms: Int64 = 1_000_000
+
+        func modelAdvance(to target: Int64) {
+            while true {
+                let due = model.indices
+                    .filter { model[$0].isAlive && model[$0].next <= target }
+                    .min { (model[$0].next, $0) < (model[$1].next, $1) }
+                guard let index = due else { break }
+                modelNow = max(modelNow, model[index].next)
+                modelFired.append((index, model[index].next))
+                if model[index].interval == 0 {
+                    model[index].isAlive = false
+                } else {
+                    model[index].next += model[index].interval
+                }
+            }
+            modelNow = max(modelNow, target)
+        }
+
+        for _ in 0..<600 {
+            switch Int.random(in: 0..<10, using: &random) {
+            case 0..<4:
+                let index = timers.count
+                let delay = Int64.random(in: 0...40, using: &random) * ms
+                let interval = Bool.random(using: &random) ? 0 : Int64.random(in: 5...50, using: &random) * ms
+                let handler: @Sendable (ScheduledTimer, TimerFire) -> Void = { _, fire in
+                    fired.append((index, fire.scheduledDeadline.nanoseconds))
+                }
+                let timer =
+                    interval == 0
+                    ? try ScheduledTimer.once(at: .after(.nanoseconds(delay)), clock: clock.clock, handler)
+                    : try ScheduledTimer.repeating(every: .nanoseconds(interval), first: .after(.nanoseconds(delay)), clock: clock.clock, handler)
+                timers.append(timer)
+                model.append(ModelTimer(next: modelNow + delay, interval: interval))
+            case 4..<6 where !timers.isEmpty:
+                let index = Int.random(in: 0..<timers.count, using: &random)
+                timers[index].invalidate()
+                model[index].isAlive = false
+            case 6 where !timers.isEmpty:
+                let index = Int.random(in: 0..<timers.count, using: &random)
+                let delay = Int64.random(in: 0...40, using: &random) * ms
+                if model[index].isAlive {
+                    try timers[index].reschedule(at: .after(.nanoseconds(delay)))
+                    model[index].next = modelNow + delay
+                } else {
+                    #expect(throws: TimerError.timerInvalidated) { try timers[index].reschedule(at: .after(.nanoseconds(delay))) }
+                }
+            default:
+                let step = Int64.random(in: 0...30, using: &random) * ms
+                clock.advance(by: .nanoseconds(step))
+                modelAdvance(to: modelNow + step)
+                if clock.now.nanoseconds != modelNow { clockMismatches += 1 }
+            }
+        }
+        let actual = fired.all
+        #expect(clockMismatches == 0)
+        #expect(actual.count > 500)
+        #expect(actual.count == modelFired.count)
+        #expect(actual.map(\.0) == modelFired.map(\.0))
+        #expect(actual.map(\.1) == modelFired.map(\.1))
+        #expect(clock.pendingTimerCount == model.filter(\.isAlive).count)
+    }
+
+    // MARK: Real time
+
+    @Test("C16: an engine with nothing due does not wake up")
+    func idleEngineSleeps() async throws {
+        let clock = TimerClock.dedicated(.continuous)
+        defer { clock.shutdown() }
+        let fired = Counter()
+        try ScheduledTimer.once(at: .after(.milliseconds(5)), clock: clock) { _, _ in fired.increment() }
+        try ScheduledTimer.once(at: .after(.seconds(3600)), clock: clock) { _, _ in fired.increment() }
+        #expect(await eventually { fired.current == 1 })
+        try await Task.sleep(for: .milliseconds(20))
+        let wakeUps = clock.wakeUpCount
+        try await Task.sleep(for: .milliseconds(400))
+        #expect(clock.wakeUpCount == wakeUps, "no polling tick: zero wake-ups while nothing is due")
+        #expect(clock.pendingTimerCount == 1)
+    }
+
+    @Test("C16: one engine holds ten thousand timers and fires each once, never early, with far fewer wake-ups than timers")
+    func manyTimersOneEngine() async throws {
+        let clock = TimerClock.dedicated(.continuous)
+        defer { clock.shutdown() }
+        let fired = Counter()
+        let early = Counter()
+        var random = SeededRandom(seed: 16)
+        for _ in 0..<10_000 {
+            try ScheduledTimer.once(at: .after(.microseconds(Int64.random(in: 100_000...400_000, using: &random))), clock: clock) { _, fire in
+                if clock.now < fire.scheduledDeadline { early.increment() }
+                fired.increment()
+            }
+        }
+        // A timer handed to its target but not yet run is neither pending nor fired: only bounds hold here.
+        #expect(clock.pendingTimerCount + fired.current <= 10_000)
+        #expect(clock.pendingTimerCount > 0)
+        #expect(await eventually { fired.current == 10_000 })
+        #expect(early.current == 0)
+        #expect(clock.wakeUpCount < 10_000)
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test("C3: timers whose tolerance windows overlap are served by one wake-up, and none fires before its deadline")
+    func toleranceCoalescesWakeUps() async throws {
+        let clock = TimerClock.dedicated(.suspending)
+        defer { clock.shutdown() }
+        let fires = Recorder<TimerFire>()
+        let before = clock.wakeUpCount
+        for index in 0..<50 {
+            try ScheduledTimer.once(at: .after(.milliseconds(20 + index)), tolerance: .milliseconds(200), clock: clock) { _, fire in
+                fires.append(fire)
+            }
+        }
+        #expect(await eventually { fires.count == 50 })
+        #expect(clock.wakeUpCount - before <= 2, "deadlines 20–69 ms with 200 ms tolerance share one wake-up")
+        #expect(fires.all.allSatisfy { $0.lateness >= .zero && $0.lateness <= .milliseconds(200) + generousLateness })
+    }
+
+    @Test("C3: without tolerance the engine wakes for each deadline it can keep apart")
+    func zeroToleranceWakesPerDeadline() async throws {
+        let clock = TimerClock.dedicated(.suspending)
+        defer { clock.shutdown() }
+        let fired = Counter()
+        let before = clock.wakeUpCount
+        for index in 0..<10 {
+            try ScheduledTimer.once(at: .after(.milliseconds(20 + 15 * index)), clock: clock) { _, _ in fired.increment() }
+        }
+        #expect(await eventually { fired.current == 10 })
+        #expect(clock.wakeUpCount - before >= 5)
+    }
+
+    @Test("C16: the dispatch-source driver (Apple's default) fires on time and never early")
+    func dispatchDriver() async throws {
+        let engine = TimerEngine(kind: .suspending, isShared: false, driver: DispatchDriver(kind: .suspending))
+        let clock = TimerClock(engine: engine)
+        defer { clock.shutdown() }
+        let fires = Recorder<TimerFire>()
+        for delay in [1, 5, 10, 20, 40] {
+            try ScheduledTimer.once(at: .after(.milliseconds(delay)), clock: clock) { _, fire in fires.append(fire) }
+        }
+        let repeating = try ScheduledTimer.repeating(every: .milliseconds(7), clock: clock) { _, fire in fires.append(fire) }
+        #expect(await eventually { fires.count >= 15 })
+        repeating.invalidate()
+        #expect(fires.all.allSatisfy { $0.lateness >= .zero && $0.lateness < generousLateness })
+    }
+
+    @Test("C16: shutting a clock down invalidates its timers, ends their sequences, and refuses new timers")
+    func shutdownInvalidatesEverything() async throws {
+        let clock = TimerClock.dedicated(.continuous)
+        let pending = try ScheduledTimer.repeating(every: .seconds(10), clock: clock) { _, _ in }
+        let suspended = try ScheduledTimer.repeating(every: .seconds(10), clock: clock) { _, _ in }
+        suspended.suspend()
+        let sequence = try ScheduledTimer.fires(every: .seconds(10), clock: clock)
+        let consumer = Task { () -> Int in
+            var count = 0
+            for await _ in sequence { count += 1 }
+            return count
+        }
+        clock.shutdown()
+        clock.shutdown()
+        #expect(await consumer.value == 0)
+        #expect(!pending.isValid && !suspended.isValid && !sequence.timer.isValid)
+        suspended.resume()
+        pending.fire()
+        #expect(throws: TimerError.clockShutDown) { try ScheduledTimer.once(at: .now, clock: clock) { _, _ in } }
+        #expect(throws: TimerError.timerInvalidated) { try pending.reschedule(at: .now) }
+    }
+}
+}
