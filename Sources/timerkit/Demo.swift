@@ -1,7 +1,184 @@
 import ArgumentParser
+import Dispatch
+import Foundation
+import Synchronization
 import TimerKit
+import TimerKitTesting
 
+/// `timerkit demo`: walks through TimerKit's features in real time, checking each claim as it goes.
 struct Demo: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Walk through TimerKit's features in real time.")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        abstract: "Walk through TimerKit's features in real time (about 6 seconds), checking each claim.")
+
+    @Flag(name: .shortAndLong, help: "Print every fire, not just the summaries.")
+    var verbose = false
+
+    mutating func run() async throws {
+        let report = DemoReport(verbose: verbose)
+        print("TimerKit demo — every step checks what it claims (✓) or says what went wrong (✗).\n")
+        try await repeatingWithoutDrift(report)
+        try await oneShot(report)
+        try await ownerBound(report)
+        try await droppedHandle(report)
+        try await suspendAndResume(report)
+        try missedDeadlinePolicies(report)
+        try await busyThread(report)
+        try await asyncSequence(report)
+        try await mainActorDelivery(report)
+        badInput(report)
+        try await engineAtScale(report)
+        print("\n\(report.passed) checks passed, \(report.failed) failed")
+        if report.failed > 0 { throw ExitCode.failure }
+    }
+
+    func repeatingWithoutDrift(_ report: DemoReport) async throws {
+        report.section("1. A repeating timer keeps its grid (C4): the k-th deadline is first + k·interval")
+        let fires = Collected<TimerFire>()
+        let timer = try ScheduledTimer.repeating(every: .milliseconds(100)) { _, fire in fires.append(fire) }
+        guard let first = timer.nextDeadline else { throw ExitCode.failure }
+        try await Task.sleep(for: .milliseconds(560))
+        timer.invalidate()
+        for fire in fires.values { report.detail("fire #\(fire.sequenceNumber): \(ms(fire.lateness)) late") }
+        let onGrid = fires.values.enumerated().allSatisfy { $0.element.scheduledDeadline == first + .milliseconds(100) * $0.offset }
+        report.check(fires.values.count >= 4 && onGrid, "\(fires.values.count) fires, every one on the grid; worst lateness \(ms(fires.values.map(\.lateness).max() ?? .zero))")
+    }
+
+    func oneShot(_ report: DemoReport) async throws {
+        report.section("2. A one-shot fires once and is already invalid inside its handler (C6)")
+        let validInside = Collected<Bool>()
+        let timer = try ScheduledTimer.once(at: .after(.milliseconds(50))) { timer, _ in validInside.append(timer.isValid) }
+        try await Task.sleep(for: .milliseconds(150))
+        report.check(validInside.values == [false] && !timer.isValid, "fired \(validInside.values.count) time(s); isValid inside the handler: \(validInside.values.first.map(String.init) ?? "-")")
+    }
+
+    func ownerBound(_ report: DemoReport) async throws {
+        report.section("3. An owner keeps its timer in a property and still deinitializes at once (C11)")
+        let deinits = Counted()
+        var screen: Screen? = try Screen(deinits: deinits)
+        try await Task.sleep(for: .milliseconds(120))
+        let ticks = screen?.ticks.value ?? 0
+        let timer = screen?.timer
+        screen = nil
+        report.check(deinits.value == 1, "the screen ticked \(ticks) times; its deinit ran as soon as the last reference went, no invalidate() needed")
+        try await Task.sleep(for: .milliseconds(80))
+        report.check(timer?.isValid == false, "at its next deadline the timer found its owner gone and ended itself")
+    }
+
+    func droppedHandle(_ report: DemoReport) async throws {
+        report.section("4. Dropping the handle never silently stops a timer (C12)")
+        let fired = Counted()
+        _ = try ScheduledTimer.once(at: .after(.milliseconds(30))) { _, _ in fired.increment() }
+        try await Task.sleep(for: .milliseconds(120))
+        report.check(fired.value == 1, "a timer whose handle was dropped at once still fired")
+    }
+
+    func suspendAndResume(_ report: DemoReport) async throws {
+        report.section("5. Suspend and resume are idempotent; missed deadlines are coalesced and counted (C5, C9)")
+        let fires = Collected<TimerFire>()
+        let timer = try ScheduledTimer.repeating(every: .milliseconds(50)) { _, fire in fires.append(fire) }
+        try await Task.sleep(for: .milliseconds(120))
+        timer.suspend()
+        timer.suspend()
+        let beforeResume = fires.values.count
+        try await Task.sleep(for: .milliseconds(330))
+        timer.resume()
+        try await Task.sleep(for: .milliseconds(20))
+        timer.invalidate()
+        let coalesced = fires.values.dropFirst(beforeResume).first
+        report.check(
+            fires.values.count == beforeResume + 1 && (coalesced?.deadlineCount ?? 0) >= 5,
+            "suspended twice, resumed once: the timer runs again; its first fire stands for \(coalesced?.deadlineCount ?? 0) missed deadlines")
+    }
+
+    func missedDeadlinePolicies(_ report: DemoReport) throws {
+        report.section("6. Missed-deadline policies, on the virtual clock (exact, no sleeping) (C5)")
+        for policy in [MissedDeadlinePolicy.coalesce, .skip, .burst(maxFires: 3)] {
+            let clock = VirtualClock()
+            let fires = Collected<TimerFire>()
+            let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock, missedDeadlines: policy) { _, fire in fires.append(fire) }
+            timer.suspend()
+            clock.advance(by: .milliseconds(5_500))
+            timer.resume()
+            let counts = fires.values.map(\.deadlineCount)
+            let expected: [Int] =
+                switch policy {
+                case .coalesce: [5]
+                case .skip: []
+                case .burst: [1, 1, 3]
+                }
+            report.check(counts == expected, "\(policy): 5 deadlines missed while suspended → fires standing for \(counts); next deadline at \(timer.nextDeadline.map { "\($0)" } ?? "-")")
+        }
+    }
+
+    func busyThread(_ report: DemoReport) async throws {
+        report.section("7. A blocked thread delays only the timers delivered to it (C15)")
+        let free = Collected<TimerFire>()
+        let blocked = Collected<TimerFire>()
+        let blockedQueue = DispatchQueue(label: "blocked")
+        let freeTimer = try ScheduledTimer.repeating(every: .milliseconds(50), delivery: .queue(DispatchQueue(label: "free"))) { _, fire in free.append(fire) }
+        let blockedTimer = try ScheduledTimer.repeating(every: .milliseconds(50), delivery: .queue(blockedQueue)) { _, fire in blocked.append(fire) }
+        blockedQueue.async {
+            let end = ContinuousClock.now + .milliseconds(300)
+            while ContinuousClock.now < end {}
+        }
+        try await Task.sleep(for: .milliseconds(520))
+        freeTimer.invalidate()
+        blockedTimer.invalidate()
+        let worst = free.values.map(\.lateness).max() ?? .zero
+        report.check(free.values.allSatisfy { $0.deadlineCount == 1 }, "while one queue spun for 300 ms, the other queue's timer fired \(free.values.count) times on its grid, worst lateness \(ms(worst))")
+        report.check(blocked.values.contains { $0.deadlineCount > 1 }, "the timer on the blocked queue waited, then one fire stood for \(blocked.values.map(\.deadlineCount).max() ?? 0) deadlines")
+    }
+
+    func asyncSequence(_ report: DemoReport) async throws {
+        report.section("8. Fires as an AsyncSequence (C15)")
+        var numbers: [Int] = []
+        for await fire in try ScheduledTimer.fires(every: .milliseconds(40)) {
+            numbers.append(fire.sequenceNumber)
+            if numbers.count == 3 { break }
+        }
+        report.check(numbers.count == 3, "for await received fires \(numbers); leaving the loop invalidated the timer")
+    }
+
+    func mainActorDelivery(_ report: DemoReport) async throws {
+        report.section("9. A @MainActor handler, with no run loop (C15)")
+        let ticks = try await MainActorTicker.run()
+        report.check(ticks >= 3, "the main-actor handler ran \(ticks) times")
+    }
+
+    func badInput(_ report: DemoReport) {
+        report.section("10. Bad input gets a clear error, never a crash or a silent wrong time (C17)")
+        do {
+            try ScheduledTimer.repeating(every: .zero) { _, _ in }
+            report.check(false, "a zero interval was accepted")
+        } catch {
+            report.check(true, "every: .zero → \(error)")
+        }
+        do {
+            _ = try Duration.validatedSeconds(.nan)
+            report.check(false, "NaN seconds were accepted")
+        } catch {
+            report.check(true, "validatedSeconds(.nan) → \(error)")
+        }
+    }
+
+    func engineAtScale(_ report: DemoReport) async throws {
+        report.section("11. One engine per clock, no kernel object per timer (C16)")
+        let clock = TimerClock.dedicated(.continuous)
+        defer { clock.shutdown() }
+        let count = 100_000
+        let fired = Counted()
+        let start = ContinuousClock.now
+        var timers: [ScheduledTimer] = []
+        timers.reserveCapacity(count)
+        for index in 0..<count {
+            timers.append(try ScheduledTimer.once(at: .after(.milliseconds(200 + Int64(index % 300))), clock: clock) { _, _ in fired.increment() })
+        }
+        let scheduled = ContinuousClock.now - start
+        let pending = clock.pendingTimerCount
+        for timer in timers[..<(count / 2)] { timer.invalidate() }
+        try await Task.sleep(for: .milliseconds(700))
+        report.check(
+            pending == count && fired.value == count / 2,
+            "scheduled \(count) timers in \(ms(scheduled)), cancelled half, the rest fired: \(fired.value) fires in \(clock.wakeUpCount) wake-ups of one thread")
+    }
 }

@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+
+/// The command-line tool, tested by running the built binary (C1–C17 end to end, in real time).
+@Suite("timerkit command", .timeLimit(.minutes(2)))
+struct DemoCommandTests {
+    /// The folder that holds the test bundle, and so the built `timerkit` binary.
+    static var productsDirectory: URL {
+        #if os(macOS)
+        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
+            return bundle.bundleURL.deletingLastPathComponent()
+        }
+        #endif
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    }
+
+    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = Self.productsDirectory.appendingPathComponent("timerkit")
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    }
+
+    @Test("timerkit demo walks through every feature and every check passes")
+    func demoPasses() throws {
+        let (status, output) = try run(["demo"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("16 checks passed, 0 failed"))
+        #expect(!output.contains("  ✗ "))
+        for section in 1...11 {
+            #expect(output.contains("\n\(section). "), "section \(section) is missing")
+        }
+        // The virtual-clock section is exact: its lines are the same on every machine.
+        #expect(output.contains("✓ coalesce: 5 deadlines missed while suspended → fires standing for [5]; next deadline at virtual+6.000 secs"))
+        #expect(output.contains("✓ burst(maxFires: 3): 5 deadlines missed while suspended → fires standing for [1, 1, 3]; next deadline at virtual+6.000 secs"))
+    }
+
+    @Test("demo is the default subcommand, and bad options are refused with a usage message")
+    func usage() throws {
+        let (status, output) = try run(["--no-such-option"])
+        #expect(status != 0)
+        #expect(output.contains("Usage"))
+        let help = try run(["--help"])
+        #expect(help.status == 0 && help.output.contains("demo"))
+    }
+}
