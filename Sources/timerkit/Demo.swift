@@ -39,7 +39,13 @@ struct Demo: AsyncParsableCommand {
         try await Task.sleep(for: .milliseconds(560))
         timer.invalidate()
         for fire in fires.values { report.detail("fire #\(fire.sequenceNumber): \(ms(fire.lateness)) late") }
-        let onGrid = fires.values.enumerated().allSatisfy { $0.element.scheduledDeadline == first + .milliseconds(100) * $0.offset }
+        // A fire that stands for several deadlines (on a loaded machine) moves k on by all of them.
+        var k = 0
+        var onGrid = true
+        for fire in fires.values {
+            onGrid = onGrid && fire.scheduledDeadline == first + .milliseconds(100) * k
+            k += fire.deadlineCount
+        }
         report.check(fires.values.count >= 4 && onGrid, "\(fires.values.count) fires, every one on the grid; worst lateness \(ms(fires.values.map(\.lateness).max() ?? .zero))")
     }
 
@@ -47,7 +53,7 @@ struct Demo: AsyncParsableCommand {
         report.section("2. A one-shot fires once and is already invalid inside its handler (C6)")
         let validInside = Collected<Bool>()
         let timer = try ScheduledTimer.once(at: .after(.milliseconds(50))) { timer, _ in validInside.append(timer.isValid) }
-        try await Task.sleep(for: .milliseconds(150))
+        await until { !validInside.values.isEmpty }
         report.check(validInside.values == [false] && !timer.isValid, "fired \(validInside.values.count) time(s); isValid inside the handler: \(validInside.values.first.map(String.init) ?? "-")")
     }
 
@@ -55,12 +61,12 @@ struct Demo: AsyncParsableCommand {
         report.section("3. An owner keeps its timer in a property and still deinitializes at once (C11)")
         let deinits = Counted()
         var screen: Screen? = try Screen(deinits: deinits)
-        try await Task.sleep(for: .milliseconds(120))
+        await until { (screen?.ticks.value ?? 0) >= 3 }
         let ticks = screen?.ticks.value ?? 0
         let timer = screen?.timer
         screen = nil
         report.check(deinits.value == 1, "the screen ticked \(ticks) times; its deinit ran as soon as the last reference went, no invalidate() needed")
-        try await Task.sleep(for: .milliseconds(80))
+        await until { timer?.isValid == false }
         report.check(timer?.isValid == false, "at its next deadline the timer found its owner gone and ended itself")
     }
 
@@ -68,7 +74,7 @@ struct Demo: AsyncParsableCommand {
         report.section("4. Dropping the handle never silently stops a timer (C12)")
         let fired = Counted()
         _ = try ScheduledTimer.once(at: .after(.milliseconds(30))) { _, _ in fired.increment() }
-        try await Task.sleep(for: .milliseconds(120))
+        await until { fired.value == 1 }
         report.check(fired.value == 1, "a timer whose handle was dropped at once still fired")
     }
 
@@ -76,17 +82,17 @@ struct Demo: AsyncParsableCommand {
         report.section("5. Suspend and resume are idempotent; missed deadlines are coalesced and counted (C5, C9)")
         let fires = Collected<TimerFire>()
         let timer = try ScheduledTimer.repeating(every: .milliseconds(50)) { _, fire in fires.append(fire) }
-        try await Task.sleep(for: .milliseconds(120))
+        await until { fires.values.count >= 2 }
         timer.suspend()
         timer.suspend()
         let beforeResume = fires.values.count
         try await Task.sleep(for: .milliseconds(330))
         timer.resume()
-        try await Task.sleep(for: .milliseconds(20))
+        await until { fires.values.count > beforeResume }
         timer.invalidate()
         let coalesced = fires.values.dropFirst(beforeResume).first
         report.check(
-            fires.values.count == beforeResume + 1 && (coalesced?.deadlineCount ?? 0) >= 5,
+            (coalesced?.deadlineCount ?? 0) >= 5,
             "suspended twice, resumed once: the timer runs again; its first fire stands for \(coalesced?.deadlineCount ?? 0) missed deadlines")
     }
 
@@ -115,17 +121,17 @@ struct Demo: AsyncParsableCommand {
         let free = Collected<TimerFire>()
         let blocked = Collected<TimerFire>()
         let blockedQueue = DispatchQueue(label: "blocked")
-        let freeTimer = try ScheduledTimer.repeating(every: .milliseconds(50), delivery: .queue(DispatchQueue(label: "free"))) { _, fire in free.append(fire) }
-        let blockedTimer = try ScheduledTimer.repeating(every: .milliseconds(50), delivery: .queue(blockedQueue)) { _, fire in blocked.append(fire) }
+        let freeTimer = try ScheduledTimer.repeating(every: .milliseconds(100), delivery: .queue(DispatchQueue(label: "free"))) { _, fire in free.append(fire) }
+        let blockedTimer = try ScheduledTimer.repeating(every: .milliseconds(100), delivery: .queue(blockedQueue)) { _, fire in blocked.append(fire) }
         blockedQueue.async {
-            let end = ContinuousClock.now + .milliseconds(300)
+            let end = ContinuousClock.now + .milliseconds(350)
             while ContinuousClock.now < end {}
         }
-        try await Task.sleep(for: .milliseconds(520))
+        try await Task.sleep(for: .milliseconds(820))
         freeTimer.invalidate()
         blockedTimer.invalidate()
         let worst = free.values.map(\.lateness).max() ?? .zero
-        report.check(free.values.allSatisfy { $0.deadlineCount == 1 }, "while one queue spun for 300 ms, the other queue's timer fired \(free.values.count) times on its grid, worst lateness \(ms(worst))")
+        report.check(free.values.allSatisfy { $0.deadlineCount == 1 }, "while one queue spun for 350 ms, the other queue's timer fired \(free.values.count) times on its grid, worst lateness \(ms(worst))")
         report.check(blocked.values.contains { $0.deadlineCount > 1 }, "the timer on the blocked queue waited, then one fire stood for \(blocked.values.map(\.deadlineCount).max() ?? 0) deadlines")
     }
 
@@ -170,15 +176,26 @@ struct Demo: AsyncParsableCommand {
         let start = ContinuousClock.now
         var timers: [ScheduledTimer] = []
         timers.reserveCapacity(count)
-        for index in 0..<count {
-            timers.append(try ScheduledTimer.once(at: .after(.milliseconds(200 + Int64(index % 300))), clock: clock) { _, _ in fired.increment() })
+        for _ in 0..<count {
+            timers.append(try ScheduledTimer.once(at: .after(.seconds(3600)), clock: clock) { _, _ in fired.increment() })
         }
         let scheduled = ContinuousClock.now - start
         let pending = clock.pendingTimerCount
         for timer in timers[..<(count / 2)] { timer.invalidate() }
-        try await Task.sleep(for: .milliseconds(700))
+        for (index, timer) in timers[(count / 2)...].enumerated() {
+            try timer.reschedule(at: .after(.milliseconds(100 + Int64(index % 300))))
+        }
+        await until(timeout: .seconds(30)) { fired.value == count / 2 }
         report.check(
             pending == count && fired.value == count / 2,
-            "scheduled \(count) timers in \(ms(scheduled)), cancelled half, the rest fired: \(fired.value) fires in \(clock.wakeUpCount) wake-ups of one thread")
+            "scheduled \(count) timers in \(ms(scheduled)), cancelled half, moved the rest to the next 0.4 s: \(fired.value) fires in \(clock.wakeUpCount) wake-ups of one thread")
+    }
+}
+
+/// Polls until `condition` holds or `timeout` passes: the demo's checks hold on a loaded machine.
+func until(timeout: Duration = .seconds(5), _ condition: () -> Bool) async {
+    let end = ContinuousClock.now + timeout
+    while !condition() && ContinuousClock.now < end {
+        try? await Task.sleep(for: .milliseconds(5))
     }
 }

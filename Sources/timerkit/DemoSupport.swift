@@ -3,17 +3,18 @@ import Synchronization
 import TimerKit
 
 /// The articles' screen: keeps a repeating timer in a property and calls its own method from it.
-final class Screen: Sendable {
+final class Screen: @unchecked Sendable {
     let ticks = Counted()
-    private let storedTimer = Mutex<ScheduledTimer?>(nil)
+    private let lock = NSLock()
+    private var storedTimer: ScheduledTimer?  // guarded by lock
     private let deinits: Counted
 
-    var timer: ScheduledTimer? { storedTimer.withLock { $0 } }
+    var timer: ScheduledTimer? { lock.withLock { storedTimer } }
 
     init(deinits: Counted) throws {
         self.deinits = deinits
         let timer = try ScheduledTimer.repeating(every: .milliseconds(25), owner: self) { screen, _ in screen.tick() }
-        storedTimer.withLock { $0 = timer }
+        lock.withLock { storedTimer = timer }
     }
 
     func tick() { ticks.increment() }
@@ -33,29 +34,31 @@ enum MainActorTicker {
 }
 
 /// Prints the demo's sections and checks, and counts the outcomes.
-final class DemoReport: Sendable {
-    private let counts = Mutex((passed: 0, failed: 0))
+final class DemoReport: @unchecked Sendable {
+    private let lock = NSLock()
+    private var counts = (passed: 0, failed: 0)  // guarded by lock
     let verbose: Bool
 
     init(verbose: Bool) { self.verbose = verbose }
 
-    var passed: Int { counts.withLock { $0.passed } }
-    var failed: Int { counts.withLock { $0.failed } }
+    var passed: Int { lock.withLock { counts.passed } }
+    var failed: Int { lock.withLock { counts.failed } }
 
     func section(_ title: String) { print("\n\(title)") }
 
     func detail(_ line: String) { if verbose { print("    \(line)") } }
 
     func check(_ condition: Bool, _ line: String) {
-        counts.withLock { condition ? ($0.passed += 1) : ($0.failed += 1) }
+        lock.withLock { condition ? (counts.passed += 1) : (counts.failed += 1) }
         print("  \(condition ? "✓" : "✗") \(line)")
     }
 }
 
-final class Collected<Value: Sendable>: Sendable {
-    private let storage = Mutex<[Value]>([])
-    func append(_ value: Value) { storage.withLock { $0.append(value) } }
-    var values: [Value] { storage.withLock { $0 } }
+final class Collected<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var storage: [Value] = []  // guarded by lock
+    func append(_ value: Value) { lock.withLock { storage.append(value) } }
+    var values: [Value] { lock.withLock { storage } }
 }
 
 final class Counted: Sendable {

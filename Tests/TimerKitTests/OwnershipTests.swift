@@ -9,8 +9,10 @@ extension RealTime {
 struct OwnershipTests {
     /// The articles' view controller: it keeps a repeating timer in a property and calls its own
     /// method from the timer.
-    final class Screen: Sendable {
-        let timer = Mutex<ScheduledTimer?>(nil)
+    final class Screen: @unchecked Sendable {
+        private let lock = NSLock()
+        private var storedTimer: ScheduledTimer?
+        var timer: ScheduledTimer? { lock.withLock { storedTimer } }
         let ticks = Counter()
         let deinits: Counter
 
@@ -19,7 +21,7 @@ struct OwnershipTests {
             let timer = try ScheduledTimer.repeating(every: .milliseconds(20), owner: self) { screen, _ in
                 screen.tick()
             }
-            self.timer.withLock { $0 = timer }
+            lock.withLock { storedTimer = timer }
         }
 
         func tick() { ticks.increment() }
@@ -32,7 +34,7 @@ struct OwnershipTests {
         let deinits = Counter()
         var screen: Screen? = try Screen(deinits: deinits)
         let ticks = try #require(screen?.ticks)
-        let timer = try #require(screen?.timer.withLock { $0 })
+        let timer = try #require(screen?.timer)
         #expect(await eventually { ticks.current >= 2 })
         screen = nil
         #expect(deinits.current == 1, "deinit ran at once: the timer did not keep its owner alive")

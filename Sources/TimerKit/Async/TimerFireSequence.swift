@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The fires of a repeating timer as an `AsyncSequence`, for `for await` (C15).
 ///
 /// The sequence ends when its timer is invalidated (by ``timer``'s ``ScheduledTimer/invalidate()``,
@@ -98,7 +96,7 @@ final class FireChannel: Sendable {
         var isFinished = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let limit: Int
     private let mergesCounts: Bool
 

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Synchronization
 
 /// One clock's engine: every pending timer of the clock in one store, behind one lock, woken by one
 /// driver that sleeps until the earliest deadline (C16).
@@ -36,7 +35,7 @@ final class TimerEngine: @unchecked Sendable {
 
     let kind: TimerClock.Kind
     let isShared: Bool
-    let state: Mutex<State>
+    let state: Locked<State>
     private let driver: (any EngineDriver)?
 
     static let sharedContinuous = TimerEngine(kind: .continuous, isShared: true)
@@ -64,7 +63,7 @@ final class TimerEngine: @unchecked Sendable {
         self.driver = driver
         var initial = State()
         initial.virtualNow = virtualStart
-        self.state = Mutex(initial)
+        self.state = Locked(initial)
         driver?.start(serving: self)
     }
 
@@ -76,7 +75,7 @@ final class TimerEngine: @unchecked Sendable {
     }
 
     @inline(__always)
-    func now(_ state: borrowing State) -> Int64 {
+    func now(_ state: State) -> Int64 {
         isVirtual ? state.virtualNow : SystemClock.now(kind)
     }
 
