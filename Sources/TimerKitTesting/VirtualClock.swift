@@ -10,13 +10,16 @@
 ///
 /// ```swift
 /// let clock = VirtualClock()
-/// var ticks = 0
-/// let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock) { _, _ in ticks += 1 }
-/// clock.advance(by: .seconds(3))   // ticks == 3
+/// let ticks = Mutex(0)
+/// let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock) { _, _ in
+///     ticks.withLock { $0 += 1 }
+/// }
+/// clock.advance(by: .seconds(3))   // ticks == 3, at once
 /// ```
 ///
 /// Time never moves backwards: advancing to an earlier instant does nothing. Advancing is not
-/// reentrant: a handler must not advance its own clock.
+/// reentrant: a handler must not advance its own clock. When the clock is released, every timer
+/// still on it is invalidated, so that they and what their handlers captured are released too.
 public final class VirtualClock: Sendable {
     /// The ``TimerClock`` to create timers on.
     public let clock: TimerClock
@@ -24,6 +27,10 @@ public final class VirtualClock: Sendable {
     /// Creates a virtual clock that reads `start` after its origin.
     public init(start: Duration = .zero) {
         clock = TimerClock._makeVirtual(startingAt: start.components.seconds * 1_000_000_000 + start.components.attoseconds / 1_000_000_000)
+    }
+
+    deinit {
+        clock._shutDownVirtual()
     }
 
     /// The current instant.

@@ -123,3 +123,30 @@ struct BadInputTests {
         #expect(descriptions.allSatisfy { $0.count > 20 })
     }
 }
+
+extension BadInputTests {
+    @Test("C17: a calendar date far in the past fires at once on every clock, without overflow")
+    func distantPastDate() async throws {
+        let fired = Counter()
+        for clock in [TimerClock.continuous, .suspending, .wall] {
+            try ScheduledTimer.once(at: .date(.distantPast), clock: clock) { _, _ in fired.increment() }
+        }
+        #expect(await eventually { fired.current == 3 })
+    }
+
+    @Test("C17: a repeating timer whose first deadline is at the start of time coalesces and continues on its grid")
+    func startOfTime() throws {
+        let virtual = VirtualClock(start: .seconds(10))
+        let fires = Recorder<TimerFire>()
+        let timer = try ScheduledTimer.repeating(every: .seconds(3), first: .at(TimerInstant(kind: .virtual, nanoseconds: .min)), clock: virtual.clock) { _, fire in
+            fires.append(fire)
+        }
+        virtual.advance(by: .zero)
+        let fire = try #require(fires.all.first)
+        #expect(fire.deadlineCount > 1)
+        let next = try #require(timer.nextDeadline)
+        #expect(next > virtual.now && next <= virtual.now + .seconds(3))
+        virtual.advance(by: .seconds(3))
+        #expect(fires.all.count == 2 && fires.all[1].deadlineCount == 1)
+    }
+}

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Testing
 import TimerKit
+import TimerKitTesting
 
 /// C15: where handlers run, in real time.
 extension RealTime {
@@ -121,4 +122,23 @@ struct DeliveryTests {
         #expect(received.dropFirst().allSatisfy { $0.deadlineCount >= 2 })
     }
 }
+}
+
+extension RealTime.DeliveryTests {
+    @Test("C15: a fire sequence starts its timer when iteration starts, not before")
+    func sequenceStartsWithIteration() async throws {
+        let virtual = VirtualClock()
+        let fires = try ScheduledTimer.fires(every: .seconds(1), clock: virtual.clock)
+        virtual.advance(by: .seconds(5))
+        #expect(virtual.pendingTimerCount == 0, "nothing runs before the first next()")
+        let consumer = Task { () -> TimerFire? in
+            for await fire in fires { return fire }
+            return nil
+        }
+        #expect(await eventually { virtual.pendingTimerCount == 1 })
+        virtual.advance(by: .seconds(1))
+        let fire = try #require(await consumer.value)
+        #expect(fire.deadlineCount == 1)
+        #expect(fire.scheduledDeadline == TimerInstant(kind: .virtual, nanoseconds: 6_000_000_000))
+    }
 }

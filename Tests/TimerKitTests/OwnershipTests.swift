@@ -1,7 +1,8 @@
 import Foundation
 import Synchronization
 import Testing
-import TimerKit
+@testable import TimerKit
+import TimerKitTesting
 
 /// C11 and C12: the articles' scenes, in real time.
 extension RealTime {
@@ -108,4 +109,45 @@ struct OwnershipTests {
         #expect(await eventually { weakPayload == nil })
     }
 }
+}
+
+/// C12's one exception, made loud; and what a released virtual clock lets go.
+@Suite("Lifetime warnings")
+struct LifetimeWarningTests {
+    @Test("C12: releasing a suspended timer with its last handle prints a debug-build warning; an invalidated one does not")
+    func suspendedReleaseWarns() throws {
+        #if DEBUG
+        let warned = Recorder<ObjectIdentifier>()
+        ScheduledTimer.lifetimeWarnings.withLock { $0 = { _, timer in warned.append(timer) } }
+        defer { ScheduledTimer.lifetimeWarnings.withLock { $0 = nil } }
+        let clock = VirtualClock()
+        var suspended: ScheduledTimer? = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock) { _, _ in }
+        var invalidated: ScheduledTimer? = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock) { _, _ in }
+        let suspendedID = ObjectIdentifier(try #require(suspended))
+        let invalidatedID = ObjectIdentifier(try #require(invalidated))
+        suspended?.suspend()
+        invalidated?.suspend()
+        invalidated?.invalidate()
+        suspended = nil
+        invalidated = nil
+        #expect(warned.all.contains(suspendedID))
+        #expect(!warned.all.contains(invalidatedID))
+        #endif
+    }
+
+    @Test("C8: releasing a virtual clock invalidates its pending timers and releases what they captured")
+    func releasedVirtualClockReleasesItsTimers() throws {
+        final class Captured: Sendable {}
+        weak var weakCaptured: Captured?
+        var timer: ScheduledTimer?
+        do {
+            let clock = VirtualClock()
+            let captured = Captured()
+            weakCaptured = captured
+            timer = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock) { _, _ in _ = captured }
+            clock.advance(by: .seconds(2))
+        }
+        #expect(weakCaptured == nil)
+        #expect(timer?.isValid == false)
+    }
 }

@@ -1,5 +1,9 @@
 /// The fires of a repeating timer as an `AsyncSequence`, for `for await` (C15).
 ///
+/// The timer starts when the iteration does: its first deadline is `first` (by default one
+/// interval) after the first call to `next()`, so a sequence that is created early and iterated
+/// later does not begin with a backlog, and one that is never iterated never fires.
+///
 /// The sequence ends when its timer is invalidated (by ``timer``'s ``ScheduledTimer/invalidate()``,
 /// or because its clock shut down). Cancelling the task that iterates it, or dropping the iterator
 /// (leaving a `for await` loop early), invalidates the timer. It has one consumer: make one
@@ -23,18 +27,27 @@ public struct TimerFireSequence: AsyncSequence, Sendable {
     /// The timer behind the sequence: invalidate it to end the sequence.
     public let timer: ScheduledTimer
     let channel: FireChannel
+    let start: TimerStart
 
     public func makeAsyncIterator() -> Iterator {
-        Iterator(lease: Lease(timer: timer), channel: channel)
+        Iterator(lease: Lease(timer: timer), channel: channel, start: start)
     }
 
     /// Iterates a ``TimerFireSequence``.
     public struct Iterator: AsyncIteratorProtocol {
         let lease: Lease
         let channel: FireChannel
+        let start: TimerStart
+        var isStarted = false
 
         public mutating func next() async -> TimerFire? {
             let timer = lease.timer
+            if !isStarted {
+                isStarted = true
+                // Fails only if the timer was invalidated meanwhile; then the channel is finished.
+                try? timer.reschedule(at: start)
+                timer.resume()
+            }
             let channel = self.channel
             return await withTaskCancellationHandler {
                 await channel.next()
@@ -62,7 +75,7 @@ extension TimerFireSequence {
 extension ScheduledTimer {
     /// A repeating timer whose fires are the elements of an `AsyncSequence`.
     ///
-    /// The timer starts at once. The parameters mean what they mean for
+    /// The timer starts when the iteration does. The parameters mean what they mean for
     /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)``.
     ///
     /// - Throws: ``TimerError`` for bad input, as the other factories do.
@@ -82,9 +95,12 @@ extension ScheduledTimer {
         let timer = try make(
             interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines,
             delivery: .engineThread,
+            suspended: true,
             onInvalidate: { channel.finish() },
             handler: { _, fire in channel.push(fire) })
-        return TimerFireSequence(timer: timer, channel: channel)
+        // A sequence that is never iterated lets its suspended timer go with it, by design.
+        timer.engine.state.withLock { _ in timer.releasesSilentlyWhenSuspended = true }
+        return TimerFireSequence(timer: timer, channel: channel, start: first ?? .after(interval))
     }
 }
 

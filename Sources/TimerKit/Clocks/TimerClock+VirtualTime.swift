@@ -19,3 +19,13 @@ extension TimerClock {
     @_spi(VirtualTime)
     public var _earliestVirtualDeadline: Int64? { engine.earliestDeadline }
 }
+
+extension TimerClock {
+    /// Invalidates every timer of a virtual clock, releasing the timers and what their handlers
+    /// captured (a pending timer and its engine otherwise keep each other alive).
+    @_spi(VirtualTime)
+    public func _shutDownVirtual() {
+        precondition(kind == .virtual, "_shutDownVirtual(): not a virtual clock")
+        engine.shutdown()
+    }
+}

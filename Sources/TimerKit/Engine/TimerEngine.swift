@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// One clock's engine: every pending timer of the clock in one store, behind one lock, woken by one
 /// driver that sleeps until the earliest deadline (C16).
@@ -26,6 +27,16 @@ final class TimerEngine: @unchecked Sendable {
         var isAdvancing = false
         /// Engine-thread timers that used up their run budget and wait for their next turn.
         var ready: [ScheduledTimer] = []
+        /// Timers with an invalidation hook (those behind an `AsyncSequence`), held weakly, so that
+        /// a shutdown reaches them even while they are suspended or out of the store.
+        var watched: [ObjectIdentifier: WeakTimer] = [:]
+        /// `watched.count` after the last sweep of released timers.
+        var watchedAfterSweep = 0
+    }
+
+    final class WeakTimer {
+        weak var timer: ScheduledTimer?
+        init(_ timer: ScheduledTimer) { self.timer = timer }
     }
 
     /// How many handler runs one delivery may make before the timer yields its target to the
@@ -36,6 +47,8 @@ final class TimerEngine: @unchecked Sendable {
     let kind: TimerClock.Kind
     let isShared: Bool
     let state: Locked<State>
+    /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
+    let hasShutDown = Atomic<Bool>(false)
     private let driver: (any EngineDriver)?
 
     static let sharedContinuous = TimerEngine(kind: .continuous, isShared: true)
@@ -114,6 +127,13 @@ final class TimerEngine: @unchecked Sendable {
             timer.id = state.nextTimerID
             state.nextTimerID &+= 1
             timer.machine.isSuspended = suspended
+            if timer.onInvalidate != nil {
+                state.watched[ObjectIdentifier(timer)] = WeakTimer(timer)
+                if state.watched.count > 2 * state.watchedAfterSweep + 64 {
+                    state.watched = state.watched.filter { $0.value.timer != nil }
+                    state.watchedAfterSweep = state.watched.count
+                }
+            }
             if !suspended { insert(timer, &state) }
         }
     }
@@ -289,10 +309,14 @@ final class TimerEngine: @unchecked Sendable {
         let leftovers = state.withLock { state -> [(ScheduledTimer.Handler?, (@Sendable () -> Void)?)] in
             guard !state.isShutDown else { return [] }
             state.isShutDown = true
+            hasShutDown.store(true, ordering: .releasing)
             // Wake the driver at once so that it sees the shutdown and ends.
             state.armedDeadline = 1
             driver?.arm(at: 1)
-            return state.store.removeAll().map { $0.invalidateLocked() }
+            var timers = state.store.removeAll()
+            timers += state.watched.values.compactMap(\.timer)
+            state.watched = [:]
+            return timers.map { $0.invalidateLocked() }
         }
         // Handlers are released, and hooks called, outside the lock.
         for (_, onInvalidate) in leftovers { onInvalidate?() }
@@ -306,9 +330,10 @@ extension Int64 {
         return overflow ? (other < 0 ? .min : .max) : sum
     }
 
+    /// `other - self`, saturating at the ends of the range.
     @inline(__always)
-    func multipliedSaturating(by other: Int64) -> Int64 {
-        let (product, overflow) = multipliedReportingOverflow(by: other)
-        return overflow ? ((self < 0) != (other < 0) ? .min : .max) : product
+    func duration(to other: Int64) -> Int64 {
+        let (difference, overflow) = other.subtractingReportingOverflow(self)
+        return overflow ? (other < self ? .min : .max) : difference
     }
 }

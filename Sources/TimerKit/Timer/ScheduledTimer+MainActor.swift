@@ -57,14 +57,34 @@ extension ScheduledTimer {
         owner: Owner,
         _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
-        let bound: @MainActor (ScheduledTimer, TimerFire) -> Void = { [weak owner] timer, fire in
+        try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: .queue(.main), handler: onMainActor(bound(owner, handler)))
+    }
+
+    /// Schedules a one-shot timer bound to a main-actor owner, held weakly (C11). If the owner is
+    /// gone by the deadline, the timer ends without calling the handler.
+    @MainActor
+    @discardableResult
+    public static func onceOnMainActor<Owner: AnyObject & Sendable>(
+        at start: TimerStart,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        owner: Owner,
+        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: .queue(.main), handler: onMainActor(bound(owner, handler)))
+    }
+
+    private static func bound<Owner: AnyObject & Sendable>(
+        _ owner: Owner,
+        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+    ) -> @MainActor (ScheduledTimer, TimerFire) -> Void {
+        { [weak owner] timer, fire in
             guard let owner else {
                 timer.invalidate()
                 return
             }
             handler(owner, fire)
         }
-        return try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: .queue(.main), handler: onMainActor(bound))
     }
 
     private static func onMainActor(_ handler: @escaping @MainActor (ScheduledTimer, TimerFire) -> Void) -> Handler {

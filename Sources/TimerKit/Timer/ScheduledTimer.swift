@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// A timer that cannot leak, needs no run loop, and keeps NSTimer's exact semantics where they are
 /// right: fires on a fixed grid with no drift, a tolerance window, and coalesced missed deadlines.
@@ -14,7 +15,8 @@ import Dispatch
 /// A scheduled timer runs until it is invalidated, its one-shot fire happens, or its owner is gone,
 /// **whether or not anyone keeps the returned handle**: the clock's engine holds every pending
 /// timer. Dropping the handle never stops a timer silently. The only exception is a suspended
-/// timer: nobody can resume it once its last handle is gone, so it is released with the handle.
+/// timer: nobody can resume it once its last handle is gone, so it is released with the handle —
+/// and debug builds print a warning saying so (invalidate it first to say that this is intended).
 ///
 /// A timer never holds its owner (C11): the owner-bound factories keep the owner weakly and pass it
 /// to the handler, and once the owner is gone the timer invalidates itself at its next deadline
@@ -59,6 +61,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     var storeKey: Int64 = 0
     /// The timer's position in its engine's store, or -1.
     var storeSlot = -1
+    /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
+    /// iterated), so that no lifetime warning is printed.
+    var releasesSilentlyWhenSuspended = false
 
     init(
         engine: TimerEngine,
@@ -75,6 +80,34 @@ public final class ScheduledTimer: @unchecked Sendable {
         self.delivery = delivery
         self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval)
         self.handler = handler
+    }
+
+    deinit {
+        // C12: a scheduled timer is never stopped by dropping its handle — except a suspended one,
+        // which nobody can resume any more. Say so in debug builds. No other reference exists here,
+        // so reading the state without the lock is safe.
+        #if DEBUG
+        if machine.lifecycle == .active && machine.isSuspended && !releasesSilentlyWhenSuspended
+            && !engine.hasShutDown.load(ordering: .acquiring)
+        {
+            ScheduledTimer.reportLifetimeWarning(
+                "TimerKit: a suspended timer was released with its last handle, so it can never be resumed "
+                    + "and will not fire again. Call invalidate() before letting it go to say that this is intended.",
+                timer: ObjectIdentifier(self))
+        }
+        #endif
+    }
+
+    /// Where debug-build lifetime warnings go: stderr by default; tests capture them, with the
+    /// identity of the timer they are about.
+    static let lifetimeWarnings = Locked<(@Sendable (String, ObjectIdentifier) -> Void)?>(nil)
+
+    static func reportLifetimeWarning(_ message: String, timer: ObjectIdentifier) {
+        if let sink = lifetimeWarnings.withLock({ $0 }) {
+            sink(message, timer)
+        } else {
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+        }
     }
 
     // MARK: Reading state
@@ -125,7 +158,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// requested run follows it (runs never overlap); requests made while one is already waiting
     /// merge into it, so calling `fire()` in a loop cannot queue work without bound. With
     /// ``TimerDelivery/engineThread`` delivery the run happens on the calling thread before `fire()`
-    /// returns (unless a run is under way).
+    /// returns (unless a run is under way). A suspended timer fires too, and stays suspended.
     public func fire() {
         let deliverNow = engine.state.withLock { state -> Bool in
             guard machine.lifecycle == .active, !state.isShutDown else { return false }
@@ -147,6 +180,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     public func invalidate() {
         let (released, onInvalidate) = engine.state.withLock { state in
             if storeSlot >= 0 { state.store.remove(self) }
+            if self.onInvalidate != nil { state.watched[ObjectIdentifier(self)] = nil }
             return invalidateLocked()
         }
         _ = released
@@ -170,7 +204,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///
     /// Deadlines that passed while the timer was suspended are missed deadlines: the timer's
     /// ``missedDeadlinePolicy`` decides what happens now (C5). A one-shot timer whose deadline
-    /// passed fires at once.
+    /// passed fires at once. That catch-up fire is delivered like any other; with
+    /// ``TimerDelivery/engineThread`` delivery it runs on the calling thread before `resume()`
+    /// returns.
     public func resume() {
         let deliverNow = engine.state.withLock { state -> Bool in
             guard machine.lifecycle == .active, machine.isSuspended, !state.isShutDown else { return false }
@@ -293,10 +329,13 @@ public final class ScheduledTimer: @unchecked Sendable {
             return .runFinal(handler, fire, hook)
         }
         // Count the grid deadlines that have come: deadline, deadline + i, …, deadline + (n-1)·i ≤ now.
+        // Unsigned arithmetic: now - deadline can exceed Int64.max when the first deadline was far
+        // in the past, and must neither trap nor wrap (C17).
         let interval = machine.interval
-        let behind = now.subtractingReportingOverflow(deadline)
-        let due: Int64 = behind.overflow ? .max : behind.partialValue / interval + 1
-        machine.nextDeadline = deadline.addingSaturating(due.multipliedSaturating(by: interval))
+        let behind = UInt64(bitPattern: now &- deadline)
+        let due = behind / UInt64(interval) + 1
+        let latestDue = now &- Int64(behind % UInt64(interval))
+        machine.nextDeadline = latestDue.addingSaturating(interval)
         let missed = due > 1 || machine.missedWhileSuspended
         machine.missedWhileSuspended = false
         let count = Int(clamping: due)
@@ -362,7 +401,10 @@ public final class ScheduledTimer: @unchecked Sendable {
         case .date(let date)?:
             let wall = TimerInstant(date)
             if kind == .wall { return wall.nanoseconds }
-            return try offset(.nanoseconds(wall.nanoseconds.subtractingReportingOverflow(SystemClock.now(.wall)).partialValue))
+            // The delay until the date, on this clock. A date far in the past saturates to the
+            // clock's origin: a deadline in the past, which fires at once (C17).
+            let delay = SystemClock.now(.wall).duration(to: wall.nanoseconds)
+            return max(0, now.addingSaturating(delay))
         }
     }
 }

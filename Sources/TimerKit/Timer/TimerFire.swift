@@ -11,8 +11,9 @@ public struct TimerFire: Sendable, Hashable, CustomStringConvertible {
     /// When the engine decided to run the handler, on the timer's clock.
     public let firedAt: TimerInstant
 
-    /// How many deadlines this fire stands for: 1 normally, more after missed deadlines under
-    /// ``MissedDeadlinePolicy/coalesce``, 0 for a run started by ``ScheduledTimer/fire()``.
+    /// How many deadlines this fire stands for: 1 normally; more after missed deadlines, under
+    /// ``MissedDeadlinePolicy/coalesce`` or for the last fire of a capped
+    /// ``MissedDeadlinePolicy/burst(maxFires:)``; 0 for a run started by ``ScheduledTimer/fire()``.
     public let deadlineCount: Int
 
     /// The 1-based number of this handler run in the timer's life.
