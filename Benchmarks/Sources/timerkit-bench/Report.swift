@@ -1,0 +1,138 @@
+import Foundation
+
+/// Markdown tables: one per scenario, peers as rows, ratio columns against TimerKit (peer ÷
+/// timerkit: above 1 means TimerKit's figure is lower).
+enum Report {
+    static func markdown(_ results: [Result], scenarios: [Scenario], peers: [any Peer.Type], quick: Bool, wall: Double) -> String {
+        var out = "# TimerKit benchmark (\(quick ? "quick" : "full") run, \(String(format: "%.0f", wall)) s)\n"
+        let peerNames = peers.map { $0.name }
+        func lookup(_ scenario: Scenario, _ peer: String, _ parameter: String = "") -> Result? {
+            results.first { $0.scenario == scenario && $0.peer == peer && $0.parameter == parameter }
+        }
+
+        if scenarios.contains(.precision) {
+            out += "\n## precision — one 10 ms repeating timer, \(Scenario.precisionFires(quick: quick)) fires (µs)\n\n"
+            out += "| peer | p50 | p99 | max | drift | fires | p50 ×tk | p99 ×tk |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+            let base = lookup(.precision, "timerkit")
+            for peer in peerNames {
+                guard let result = lookup(.precision, peer) else { continue }
+                out += "| \(peer) | " + cells(result, ["lateness_p50_us", "lateness_p99_us", "lateness_max_us"], digits: 0)
+                    + " | " + driftCell(result) + " | " + cells(result, ["fires"], digits: 0)
+                    + " | " + ratio(result, base, "lateness_p50_us") + " | " + ratio(result, base, "lateness_p99_us") + " |\n"
+            }
+            out += "\nDrift: the last fire's scheduled deadline minus first + k·interval; \"(actual)\": the peer does not say its deadlines, so its last fire's actual time is used (this includes that fire's lateness).\n"
+        }
+
+        if scenarios.contains(.churn) {
+            let pendings = Scenario.churn.parameters(quick: quick)
+            out += "\n## churn — schedule a one-shot 10 s ahead and cancel it, \(Scenario.churnOperations(quick: quick) / 1000)k times (ns per schedule+cancel)\n\n"
+            out += "| peer | " + pendings.map { "pending \(count($0)) | ×tk | thread CPU | process CPU" }.joined(separator: " | ") + " |\n"
+            out += "|---|" + pendings.map { _ in "--:|--:|--:|--:" }.joined(separator: "|") + "|\n"
+            for peer in peerNames {
+                var row = "| \(peer) |"
+                for pending in pendings {
+                    guard let result = lookup(.churn, peer, pending) else { row += " | | | |"; continue }
+                    row += " " + cells(result, ["ns_per_op"], digits: 0) + " | " + ratio(result, lookup(.churn, "timerkit", pending), "ns_per_op")
+                        + " | " + cells(result, ["thread_cpu_ns_per_op", "cpu_ns_per_op"], digits: 0) + " |"
+                }
+                out += row + "\n"
+            }
+            out += "\nWall time per operation, and CPU time per operation: of the scheduling thread alone, and of the whole process (all threads, including clean-up deferred to other threads, within 200 ms). A peer slower than the time limit did fewer operations (`ops` in the JSON).\n"
+        }
+
+        if scenarios.contains(.scale) {
+            out += "\n## scale — N one-shots due over 1–3 s\n\n"
+            out += "| peer | N | ns/schedule | heap B/timer | p50 µs | p99 µs | max µs | last fire s | CPU ns/fire | ns ×tk | heap ×tk | CPU ×tk |\n"
+            out += "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+            for n in Scenario.scale.parameters(quick: quick) {
+                let base = lookup(.scale, "timerkit", n)
+                for peer in peerNames {
+                    guard let result = lookup(.scale, peer, n) else { continue }
+                    out += "| \(peer) | \(count(n)) | " + cells(result, ["ns_per_op", "heap_bytes_per_timer", "lateness_p50_us", "lateness_p99_us", "lateness_max_us"], digits: 0)
+                        + " | " + cells(result, ["last_fire_s"], digits: 2) + " | " + cells(result, ["cpu_ns_per_fire"], digits: 0)
+                        + " | " + ratio(result, base, "ns_per_op") + " | " + ratio(result, base, "heap_bytes_per_timer") + " | " + ratio(result, base, "cpu_ns_per_fire") + " |\n"
+                }
+            }
+            out += "\nHeap: malloc bytes in use (uordblks + hblkhd, summed over every malloc arena via malloc_info) after scheduling minus before, over N. CPU: process user+system time from the start to the last fire, over N. An incomplete run (not every timer fired before the limit) is marked \"(incomplete)\".\n"
+        }
+
+        if scenarios.contains(.busyOther) || scenarios.contains(.busySame) {
+            let seconds = Scenario.busyDuration(quick: quick) / NS.second
+            out += "\n## busy — a 100 ms repeating timer for \(seconds) s while a context is blocked 300 ms every 500 ms\n\n"
+            out += "| peer | busy-other fires | busy-other max lateness ms | busy-same fires | busy-same max lateness ms |\n|---|--:|--:|--:|--:|\n"
+            for peer in peerNames {
+                var row = "| \(peer) |"
+                for scenario in [Scenario.busyOther, .busySame] {
+                    guard scenarios.contains(scenario), let result = lookup(scenario, peer) else { row += " | |"; continue }
+                    if result.status != .ok {
+                        row += " \(result.status.rawValue) | \(result.status.rawValue) |"
+                    } else {
+                        row += " " + cells(result, ["fires"], digits: 0) + " | " + format((result.number("lateness_max_us") ?? .nan) / 1000, digits: 1) + " |"
+                    }
+                }
+                out += row + "\n"
+            }
+            out += "\n\(seconds * 10) deadlines come in \(seconds) s. busy-other: the timer on the peer's standard delivery, the blocked context elsewhere; busy-same: the timer delivered to the blocked context. Fewer fires = missed deadlines coalesced or skipped; lateness is against the earliest deadline a fire stands for.\n"
+        }
+
+        if scenarios.contains(.wakeups) {
+            out += "\n## wakeups — 10k repeating timers, periods 0.9–1.1 s (wake-ups per second)\n\n"
+            out += "| peer | tolerance 0 | tolerance 10 % | ×tk (0) | ×tk (10 %) | thread wake-ups/s (0) | thread wake-ups/s (10 %) | fires/s (0) | source |\n|---|--:|--:|--:|--:|--:|--:|--:|---|\n"
+            for peer in peerNames {
+                let zero = lookup(.wakeups, peer, "0")
+                let tenth = lookup(.wakeups, peer, "0.1")
+                guard let zero, let tenth else { continue }
+                out += "| \(peer) | " + cells(zero, ["wakeups_per_s"], digits: 0) + " | " + cells(tenth, ["wakeups_per_s"], digits: 0)
+                    + " | " + ratio(zero, lookup(.wakeups, "timerkit", "0"), "wakeups_per_s") + " | " + ratio(tenth, lookup(.wakeups, "timerkit", "0.1"), "wakeups_per_s")
+                    + " | " + cells(zero, ["thread_wakeups_per_s"], digits: 0) + " | " + cells(tenth, ["thread_wakeups_per_s"], digits: 0)
+                    + " | " + cells(zero, ["fires_per_s"], digits: 0) + " | " + (zero.figures["wakeups_source"]?.text ?? "") + " |\n"
+            }
+            out += "\nTimerKit's figure is its engine's own count (`TimerClock.wakeUpCount`); the others' is thread wake-ups: voluntary context switches of every thread but the main one per second (TimerKit's is shown too, for comparison).\n"
+        }
+
+        let notApplicable = Set(results.filter { $0.status == .notApplicable }.map(\.peer))
+        let limitations = peers.filter { notApplicable.contains($0.name) }.map { $0.limitations }.filter { !$0.isEmpty }
+        if !limitations.isEmpty {
+            out += "\n### n/a\n\n" + limitations.map { "- \($0)" }.joined(separator: "\n") + "\n"
+        }
+        let failures = results.filter { $0.status == .failed || !$0.note.isEmpty }
+        if !failures.isEmpty {
+            out += "\n### failures\n\n" + failures.map { "- \($0.scenario.rawValue) \($0.peer) \($0.parameter): \($0.note)" }.joined(separator: "\n") + "\n"
+        }
+        return out
+    }
+
+    /// A result's figures, or its status when it has none.
+    static func cells(_ result: Result, _ keys: [String], digits: Int) -> String {
+        keys.map { key in
+            guard result.status == .ok else { return result.status.rawValue }
+            var text = format(result.number(key) ?? .nan, digits: digits)
+            if key == keys.first, result.number("incomplete") ?? 0 > 0 { text += " (incomplete)" }
+            if key == keys.first, result.timeouts > 0 { text += " (\(result.timeouts) timeout)" }
+            return text
+        }.joined(separator: " | ")
+    }
+
+    static func driftCell(_ result: Result) -> String {
+        guard result.status == .ok else { return result.status.rawValue }
+        let text = format(result.number("drift_us") ?? .nan, digits: 0)
+        return result.figures["drift_basis"]?.text == "actual" ? "\(text) (actual)" : text
+    }
+
+    static func ratio(_ result: Result, _ base: Result?, _ key: String) -> String {
+        guard result.status == .ok, let base, base.status == .ok, let value = result.number(key), let reference = base.number(key), reference > 0 else { return "" }
+        return String(format: "%.2f", value / reference)
+    }
+
+    static func format(_ value: Double, digits: Int) -> String {
+        guard value.isFinite else { return "–" }
+        return String(format: "%.\(digits)f", value)
+    }
+
+    static func count(_ parameter: String) -> String {
+        guard let value = Int(parameter) else { return parameter }
+        if value >= 1_000_000 { return "\(value / 1_000_000)M" }
+        if value >= 1_000 { return "\(value / 1_000)k" }
+        return "\(value)"
+    }
+}

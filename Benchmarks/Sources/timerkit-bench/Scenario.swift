@@ -1,0 +1,78 @@
+/// A scenario, its parameters in quick and full runs, and how a child process runs it.
+enum Scenario: String, CaseIterable, Sendable {
+    case precision
+    case churn
+    case scale
+    case busyOther = "busy-other"
+    case busySame = "busy-same"
+    case wakeups
+
+    /// The scenarios a `--scenario` name selects (`busy` selects both variants).
+    static func matching(_ name: String) -> [Scenario] {
+        if name == "busy" { return [.busyOther, .busySame] }
+        return allCases.filter { $0.rawValue == name }
+    }
+
+    /// The parameter values a run covers: pending timers, N, tolerance; one empty value otherwise.
+    func parameters(quick: Bool) -> [String] {
+        switch self {
+        case .precision, .busyOther, .busySame: [""]
+        case .churn: quick ? ["0", "10000"] : ["0", "10000", "100000"]
+        case .scale: quick ? ["10000", "100000"] : ["10000", "100000", "1000000"]
+        case .wakeups: ["0", "0.1"]
+        }
+    }
+
+    /// What a peer must be able to do.
+    func requirements(parameter: String) -> Capabilities {
+        switch self {
+        case .precision, .busyOther: [.repeating]
+        case .busySame: [.repeating, .blockable]
+        case .churn, .scale: [.oneShot]
+        case .wakeups: parameter == "0" ? [.manyRepeating] : [.manyRepeating, .tolerance]
+        }
+    }
+
+    /// How many times each (peer, parameter) runs; the report gives the median.
+    func runs(quick: Bool) -> Int {
+        switch self {
+        case .precision: quick ? 1 : 5
+        default: quick ? 1 : 3
+        }
+    }
+
+    /// The hard limit for one child process, in seconds.
+    func timeout(parameter: String, quick: Bool) -> Double {
+        switch self {
+        case .precision: Double(Self.precisionFires(quick: quick)) * 0.010 + 10
+        case .churn: quick ? 15 : 30
+        case .scale: parameter == "1000000" ? 60 : (quick ? 12 : 30)
+        case .busyOther, .busySame: 10
+        case .wakeups: Double(Self.wakeupWindow(quick: quick)) / 1e9 + 15
+        }
+    }
+
+    static func precisionFires(quick: Bool) -> Int { quick ? 200 : 500 }
+    static func churnOperations(quick: Bool) -> Int { quick ? 50_000 : 200_000 }
+    static func busyDuration(quick: Bool) -> Int64 { quick ? NS.second : 2 * NS.second }
+    static func wakeupWindow(quick: Bool) -> Int64 { quick ? NS.second : 4 * NS.second }
+
+    /// Runs the scenario in this (child) process.
+    func run<P: Peer>(_ type: P.Type, parameter: String, quick: Bool) throws -> Figures {
+        let peer = try P()
+        switch self {
+        case .precision:
+            return try Precision.run(peer, fires: Self.precisionFires(quick: quick))
+        case .churn:
+            return try Churn.run(
+                peer, operations: Self.churnOperations(quick: quick), pending: Int(parameter) ?? 0,
+                timeLimit: (quick ? 2 : 4) * NS.second)
+        case .scale:
+            return try Scale.run(peer, n: Int(parameter) ?? 10_000, grace: (quick ? 3 : 10) * NS.second)
+        case .busyOther, .busySame:
+            return try Busy.run(peer, same: self == .busySame, duration: Self.busyDuration(quick: quick))
+        case .wakeups:
+            return try Wakeups.run(peer, toleranceFraction: Double(parameter) ?? 0, measure: Self.wakeupWindow(quick: quick))
+        }
+    }
+}

@@ -1,0 +1,59 @@
+import CBenchShims
+import Dispatch
+
+/// Schedule a one-shot 10 s ahead and cancel it, over and over, while other timers are pending:
+/// the cost of a timeout that never fires, the commonest timer of all.
+///
+/// The pending timers are due uniformly over 5–15 s after setup (so the churned ones land among
+/// them) and are scheduled in deadline order. The loop runs on the peer's scheduling thread and
+/// stops early after `timeLimit`, before any pending timer can fire. `ns_per_op` is wall time;
+/// `thread_cpu_ns_per_op` is the CPU time of the scheduling thread alone (immune to the thread
+/// being preempted on a busy machine); `cpu_ns_per_op` is the whole process's, clean-up included.
+enum Churn {
+    static let ahead = 10 * NS.second
+
+    static func run<P: Peer>(_ peer: P, operations: Int, pending: Int, timeLimit: Int64) throws -> Figures {
+        let log = FireLog(capacity: 1)  // nothing fires during the run
+        var random = SplitMix64(seed: 0xC4A2)
+        let start = peer.now()
+        let deadlines = (0..<pending).map { _ in start + 5 * NS.second + Int64.random(in: 0..<(10 * NS.second), using: &random) }.sorted()
+        let kept = Box<[P.OneShot]>([])
+        kept.value.reserveCapacity(pending)
+        let failure = Box<(any Error)?>(nil)
+        peer.onSchedulingThread {
+            do {
+                for deadline in deadlines { kept.value.append(try peer.schedule(at: deadline, id: 0, log: log)) }
+            } catch { failure.value = error }
+        }
+        if let error = failure.value { throw error }
+
+        let result = Box<(ops: Int, wall: Int64, threadCPU: Int64)>((0, 0, 0))
+        let cpuBefore = cbench_process_cpu_ns()
+        peer.onSchedulingThread {
+            let began = KernelClock.monotonic()
+            let threadCPU = cbench_thread_cpu_ns()
+            var done = 0
+            do {
+                while done < operations {
+                    let timer = try peer.schedule(at: peer.now() + ahead, id: 0, log: log)
+                    peer.cancel(timer)
+                    done += 1
+                    if done & 1023 == 0 && KernelClock.monotonic() - began > timeLimit { break }
+                }
+            } catch { failure.value = error }
+            result.value = (done, KernelClock.monotonic() - began, cbench_thread_cpu_ns() - threadCPU)
+        }
+        if let error = failure.value { throw error }
+        // Let work that cancelling left to other threads finish before reading the CPU time.
+        blockThread(for: 200 * NS.millisecond)
+        let cpu = cbench_process_cpu_ns() - cpuBefore
+        let ops = max(result.value.ops, 1)
+        return [
+            ("pending", .int(Int64(pending))),
+            ("ns_per_op", .double(Double(result.value.wall) / Double(ops))),
+            ("cpu_ns_per_op", .double(Double(cpu) / Double(ops))),
+            ("thread_cpu_ns_per_op", .double(Double(result.value.threadCPU) / Double(ops))),
+            ("ops", .int(Int64(result.value.ops))),
+        ]
+    }
+}
