@@ -46,6 +46,9 @@ final class TimerEngine: @unchecked Sendable {
 
     let kind: TimerClock.Kind
     let isShared: Bool
+    /// Timers due at the current wake-up; touched only by ``serviceDueTimers()``, which the driver
+    /// never runs concurrently with itself.
+    private var dueBuffer: [ScheduledTimer] = []
     let state: Locked<State>
     /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
     let hasShutDown = Atomic<Bool>(false)
@@ -147,7 +150,14 @@ final class TimerEngine: @unchecked Sendable {
     /// takes every timer whose deadline has come, so timers whose tolerance windows overlap share the
     /// wake-up (C3), and none fires before its deadline (C2).
     func serviceDueTimers() -> Bool {
-        var due: [ScheduledTimer] = []
+        // The driver calls this from one thread (or one serial queue) at a time, so the buffer of
+        // due timers is reused from wake-up to wake-up: no allocation on the common path.
+        var due = dueBuffer
+        dueBuffer = []
+        defer {
+            due.removeAll(keepingCapacity: true)
+            dueBuffer = due
+        }
         let now = SystemClock.now(kind)
         let keepRunning = state.withLock { state -> Bool in
             guard !state.isShutDown else { return false }
