@@ -41,9 +41,7 @@ public struct TimerInstant: Sendable, Hashable, Comparable, CustomStringConverti
 
     /// The instant `duration` after this one, saturating at the ends of the range.
     public func advanced(by duration: Duration) -> TimerInstant {
-        let (sum, overflow) = nanoseconds.addingReportingOverflow(duration.saturatingNanoseconds)
-        let value = overflow ? (duration < .zero ? Int64.min : Int64.max) : sum
-        return TimerInstant(kind: clockKind, nanoseconds: value)
+        TimerInstant(kind: clockKind, nanoseconds: nanoseconds.addingSaturating(duration.saturatingNanoseconds))
     }
 
     /// The duration from this instant to `other`, saturating at the ends of the range.
@@ -51,8 +49,7 @@ public struct TimerInstant: Sendable, Hashable, Comparable, CustomStringConverti
     /// - Precondition: both instants belong to the same kind of clock.
     public func duration(to other: TimerInstant) -> Duration {
         precondition(clockKind == other.clockKind, "TimerInstant: cannot measure from a \(clockKind) instant to a \(other.clockKind) instant")
-        let (difference, overflow) = other.nanoseconds.subtractingReportingOverflow(nanoseconds)
-        return .nanoseconds(overflow ? (other.nanoseconds < nanoseconds ? Int64.min : Int64.max) : difference)
+        return .nanoseconds(nanoseconds.duration(to: other.nanoseconds))
     }
 
     public static func + (lhs: TimerInstant, rhs: Duration) -> TimerInstant { lhs.advanced(by: rhs) }

@@ -203,17 +203,20 @@ final class TimerEngine: @unchecked Sendable {
     ///
     /// On a virtual clock the run happens before this returns, on the calling thread (or
     /// synchronously on the timer's queue), so that advancing the clock is deterministic.
-    func deliver(_ timer: ScheduledTimer) {
+    /// Returns the number of handler runs made before it returned.
+    @discardableResult
+    func deliver(_ timer: ScheduledTimer) -> Int {
         switch timer.delivery.target {
         case .engineThread:
-            drain(timer)
+            return drain(timer)
         case .queue(let queue):
             if !isVirtual {
                 queue.async { self.drain(timer) }
+                return 0
             } else if queue === DispatchQueue.main && Thread.isMainThread {
-                drain(timer)
+                return drain(timer)
             } else {
-                queue.sync { self.drain(timer) }
+                return queue.sync { self.drain(timer) }
             }
         }
     }
@@ -221,7 +224,9 @@ final class TimerEngine: @unchecked Sendable {
     /// Runs a timer's handler as many times as its state machine says, then puts the timer back in
     /// the store (or lets it go). Runs of one timer never overlap (C14): only the holder of the
     /// timer's `isRunning` flag calls this.
-    func drain(_ timer: ScheduledTimer) {
+    /// Returns the number of handler runs it made.
+    @discardableResult
+    func drain(_ timer: ScheduledTimer) -> Int {
         var runs = 0
         while true {
             let step = state.withLock { state in
@@ -231,25 +236,25 @@ final class TimerEngine: @unchecked Sendable {
                 }
                 return timer.nextStep(now: now, &state)
             }
-            runs += 1
             switch step {
             case .run(let handler, let fire):
+                runs += 1
                 handler(timer, fire)
             case .runFinal(let handler, let fire, let onInvalidate):
                 handler(timer, fire)
                 onInvalidate?()
-                return
+                return runs + 1
             case .stop:
-                return
+                return runs
             case .yield:
                 if case .queue(let queue) = timer.delivery.target {
                     queue.async { self.drain(timer) }
                 }
-                return
+                return runs
             case .stopInvalidated(let onInvalidate, let released):
                 _ = released
                 onInvalidate?()
-                return
+                return runs
             }
         }
     }
@@ -273,13 +278,12 @@ final class TimerEngine: @unchecked Sendable {
     @discardableResult
     func advance(to target: Int64, maxFires: Int = .max) -> Int {
         precondition(isVirtual, "TimerEngine.advance(to:): only a virtual clock can be advanced")
-        let startFires = state.withLock { state -> Int in
+        state.withLock { state in
             precondition(!state.isAdvancing, "VirtualClock: advance was called from a timer handler while the clock was already advancing")
             state.isAdvancing = true
-            return 0
         }
-        var fires = startFires
         defer { state.withLock { $0.isAdvancing = false } }
+        var fires = 0
         while fires < maxFires {
             let next = state.withLock { state -> ScheduledTimer? in
                 guard let first = state.store.first, first.machine.nextDeadline <= target,
@@ -294,9 +298,7 @@ final class TimerEngine: @unchecked Sendable {
                 return first
             }
             guard let next else { break }
-            let before = state.withLock { _ in next.machine.fireCount }
-            deliver(next)
-            fires += state.withLock { _ in next.machine.fireCount } - before
+            fires += deliver(next)
         }
         state.withLock { state in
             if fires < maxFires { state.virtualNow = max(state.virtualNow, target) }
@@ -330,20 +332,5 @@ final class TimerEngine: @unchecked Sendable {
         }
         // Handlers are released, and hooks called, outside the lock.
         for (_, onInvalidate) in leftovers { onInvalidate?() }
-    }
-}
-
-extension Int64 {
-    @inline(__always)
-    func addingSaturating(_ other: Int64) -> Int64 {
-        let (sum, overflow) = addingReportingOverflow(other)
-        return overflow ? (other < 0 ? .min : .max) : sum
-    }
-
-    /// `other - self`, saturating at the ends of the range.
-    @inline(__always)
-    func duration(to other: Int64) -> Int64 {
-        let (difference, overflow) = other.subtractingReportingOverflow(self)
-        return overflow ? (other < self ? .min : .max) : difference
     }
 }

@@ -179,7 +179,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// this returns, or — if a run is under way — when that run returns.
     public func invalidate() {
         let (released, onInvalidate) = engine.state.withLock { state in
-            if storeSlot >= 0 { state.store.remove(self) }
+            engine.removeIfStored(self, &state)
             if self.onInvalidate != nil { state.watched[ObjectIdentifier(self)] = nil }
             return invalidateLocked()
         }
@@ -238,7 +238,7 @@ public final class ScheduledTimer: @unchecked Sendable {
             guard machine.lifecycle == .active, !state.isShutDown else { throw .timerInvalidated }
             let now = engine.now(state)
             let newInterval = intervalNanoseconds ?? machine.interval
-            machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: now, kind: engine.kind)
+            machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: { now }, kind: engine.kind)
             machine.interval = newInterval
             machine.burst = nil
             machine.missedWhileSuspended = false
@@ -379,20 +379,22 @@ public final class ScheduledTimer: @unchecked Sendable {
     }
 
     /// The first deadline, in nanoseconds on the clock; `nil` start means one interval from now.
-    static func firstDeadline(_ start: TimerStart?, interval: Int64, now: Int64, kind: TimerClock.Kind) throws(TimerError) -> Int64 {
+    /// The clock is read only for starts relative to now.
+    static func firstDeadline(_ start: TimerStart?, interval: Int64, now readNow: () -> Int64, kind: TimerClock.Kind) throws(TimerError) -> Int64 {
         func offset(_ delay: Duration) throws(TimerError) -> Int64 {
             guard let nanoseconds = delay.exactNanoseconds else { throw .durationOverflow }
+            let now = readNow()
             let (deadline, overflow) = now.addingReportingOverflow(nanoseconds)
             guard !overflow else { throw .durationOverflow }
             return deadline
         }
         switch start {
         case nil:
-            let (deadline, overflow) = now.addingReportingOverflow(interval)
+            let (deadline, overflow) = readNow().addingReportingOverflow(interval)
             guard !overflow else { throw .durationOverflow }
             return deadline
         case .now?:
-            return now
+            return readNow()
         case .after(let delay)?:
             return try offset(delay)
         case .at(let instant)?:
@@ -404,7 +406,7 @@ public final class ScheduledTimer: @unchecked Sendable {
             // The delay until the date, on this clock. A date far in the past saturates to the
             // clock's origin: a deadline in the past, which fires at once (C17).
             let delay = SystemClock.now(.wall).duration(to: wall.nanoseconds)
-            return max(0, now.addingSaturating(delay))
+            return max(0, readNow().addingSaturating(delay))
         }
     }
 }
