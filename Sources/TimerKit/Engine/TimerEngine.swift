@@ -15,7 +15,7 @@ import Synchronization
 /// only after the lock is let go.
 final class TimerEngine: @unchecked Sendable {
     struct State {
-        var store = QuaternaryHeap()
+        var store: TimerStore
         /// The deadline the driver is armed for; `Int64.max` when disarmed.
         var armedDeadline = Int64.max
         var nextTimerID: UInt64 = 0
@@ -27,6 +27,10 @@ final class TimerEngine: @unchecked Sendable {
         var isAdvancing = false
         /// Engine-thread timers that used up their run budget and wait for their next turn.
         var ready: [ScheduledTimer] = []
+
+        init(layout: TimerStore.Layout) {
+            store = TimerStore(layout: layout)
+        }
         /// Timers with an invalidation hook (those behind an `AsyncSequence`), held weakly, so that
         /// a shutdown reaches them even while they are suspended or out of the store.
         var watched: [ObjectIdentifier: WeakTimer] = [:]
@@ -46,9 +50,9 @@ final class TimerEngine: @unchecked Sendable {
 
     let kind: TimerClock.Kind
     let isShared: Bool
-    /// Timers due at the current wake-up; touched only by ``serviceDueTimers()``, which the driver
+    /// Work due at the current wake-up; touched only by ``serviceDueTimers()``, which the driver
     /// never runs concurrently with itself.
-    private var dueBuffer: [ScheduledTimer] = []
+    private var dueBuffer: [TimerWork] = []
     let state: Locked<State>
     /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
     let hasShutDown = Atomic<Bool>(false)
@@ -59,7 +63,7 @@ final class TimerEngine: @unchecked Sendable {
     static let sharedWall = TimerEngine(kind: .wall, isShared: true)
 
     /// Creates a system-clock engine with the platform's driver, or a virtual one with none.
-    convenience init(kind: TimerClock.Kind, isShared: Bool) {
+    convenience init(kind: TimerClock.Kind, isShared: Bool, layout: TimerStore.Layout = .wheel) {
         let driver: (any EngineDriver)?
         if kind == .virtual {
             driver = nil
@@ -70,14 +74,14 @@ final class TimerEngine: @unchecked Sendable {
             driver = DispatchDriver(kind: kind)
             #endif
         }
-        self.init(kind: kind, isShared: isShared, driver: driver)
+        self.init(kind: kind, isShared: isShared, driver: driver, layout: layout)
     }
 
-    init(kind: TimerClock.Kind, isShared: Bool, driver: (any EngineDriver)?, virtualStart: Int64 = 0) {
+    init(kind: TimerClock.Kind, isShared: Bool, driver: (any EngineDriver)?, virtualStart: Int64 = 0, layout: TimerStore.Layout = .wheel) {
         self.kind = kind
         self.isShared = isShared
         self.driver = driver
-        var initial = State()
+        var initial = State(layout: layout)
         initial.virtualNow = virtualStart
         self.state = Locked(initial)
         driver?.start(serving: self)
@@ -104,14 +108,21 @@ final class TimerEngine: @unchecked Sendable {
     /// Puts a timer in the store under its next deadline. Called under the lock, for a timer that is
     /// active, not suspended, not running and not stored.
     func insert(_ timer: ScheduledTimer, _ state: inout State) {
-        let deadline = timer.machine.nextDeadline
         // A virtual clock fires at the deadline itself; a real one may use the tolerance window to
         // serve several timers with one wake-up (C3).
-        timer.storeKey = isVirtual ? deadline : deadline.addingSaturating(timer.toleranceNanoseconds)
-        state.store.insert(timer)
-        if timer.storeKey < state.armedDeadline, let driver {
-            state.armedDeadline = timer.storeKey
-            driver.arm(at: timer.storeKey)
+        let index = state.store.insert(
+            .timer(timer), deadline: timer.machine.nextDeadline, slack: isVirtual ? 0 : timer.toleranceNanoseconds,
+            sequence: UInt32(truncatingIfNeeded: timer.id))
+        timer.storeSlot = index
+        armIfEarlier(state.store.key(at: index), &state)
+    }
+
+    /// Arms the driver for `key` if it comes before the instant it is armed for.
+    @inline(__always)
+    private func armIfEarlier(_ key: Int64, _ state: inout State) {
+        if key < state.armedDeadline, let driver {
+            state.armedDeadline = key
+            driver.arm(at: key)
         }
     }
 
@@ -119,7 +130,37 @@ final class TimerEngine: @unchecked Sendable {
     /// a wake-up for a cancelled timer finds nothing due and re-arms, which is cheaper than a system
     /// call on every cancel.
     func removeIfStored(_ timer: ScheduledTimer, _ state: inout State) {
-        if timer.storeSlot >= 0 { state.store.remove(timer) }
+        if timer.storeSlot >= 0 {
+            _ = state.store.remove(timer.storeSlot)
+            timer.storeSlot = -1
+        }
+    }
+
+    /// Schedules a callback (``ScheduledCallback``): one entry in the store and nothing else.
+    func schedule(_ work: TimerWork, deadline: Int64, slack: Int64) throws(TimerError) -> (index: Int32, sequence: UInt32) {
+        try state.withLock { (state) throws(TimerError) in
+            guard !state.isShutDown else { throw .clockShutDown }
+            let sequence = UInt32(truncatingIfNeeded: state.nextTimerID)
+            state.nextTimerID &+= 1
+            let index = state.store.insert(work, deadline: deadline, slack: isVirtual ? 0 : slack, sequence: sequence)
+            armIfEarlier(state.store.key(at: index), &state)
+            return (index, sequence)
+        }
+    }
+
+    /// Cancels a pending callback; `false` if it already started, was cancelled, or its clock shut
+    /// down. Its closure is released before this returns, outside the lock.
+    func cancel(_ index: Int32, sequence: UInt32) -> Bool {
+        let work = state.withLock { state -> TimerWork? in
+            guard state.store.holdsCallback(index, sequence: sequence) else { return nil }
+            return state.store.remove(index)
+        }
+        return work != nil
+    }
+
+    /// Whether a callback is still waiting for its deadline.
+    func isPending(_ index: Int32, sequence: UInt32) -> Bool {
+        state.withLock { $0.store.holdsCallback(index, sequence: sequence) }
     }
 
     /// Registers a new timer: gives it its creation number and, unless it starts suspended, stores
@@ -162,13 +203,16 @@ final class TimerEngine: @unchecked Sendable {
         let keepRunning = state.withLock { state -> Bool in
             guard !state.isShutDown else { return false }
             state.wakeUps += 1
-            swap(&due, &state.ready)
-            while let first = state.store.first, first.machine.nextDeadline <= now {
-                _ = state.store.removeFirst()
-                first.machine.isRunning = true
-                due.append(first)
+            for timer in state.ready { due.append(.timer(timer)) }
+            state.ready.removeAll(keepingCapacity: true)
+            while let (work, _) = state.store.removeFirst(dueBy: now) {
+                if case .timer(let timer) = work {
+                    timer.storeSlot = -1
+                    timer.machine.isRunning = true
+                }
+                due.append(work)
             }
-            state.armedDeadline = state.store.first?.storeKey ?? .max
+            state.armedDeadline = state.store.wakeUpTime(now: now) ?? .max
             if state.armedDeadline != .max { driver?.arm(at: state.armedDeadline) }
             return true
         }
@@ -176,27 +220,72 @@ final class TimerEngine: @unchecked Sendable {
         return keepRunning
     }
 
-    /// Hands due timers to their delivery targets, one hop per queue.
-    private func deliver(_ due: [ScheduledTimer]) {
+    /// Hands due work to its delivery targets: engine-thread work runs here, in order; work for a
+    /// queue goes there in one hop per queue.
+    private func deliver(_ due: [TimerWork]) {
         guard !due.isEmpty else { return }
         if due.count == 1 {
             deliver(due[0])
             return
         }
-        var byQueue: [ObjectIdentifier: (queue: DispatchQueue, timers: [ScheduledTimer])] = [:]
-        for timer in due {
-            switch timer.delivery.target {
-            case .engineThread:
-                drain(timer)
-            case .queue(let queue):
-                byQueue[ObjectIdentifier(queue), default: (queue, [])].timers.append(timer)
+        var byQueue: [ObjectIdentifier: (queue: DispatchQueue, works: [TimerWork])] = [:]
+        for work in due {
+            switch work {
+            case .callback(let body):
+                body()
+            case .queued(let queued):
+                byQueue[ObjectIdentifier(queued.queue), default: (queued.queue, [])].works.append(work)
+            case .timer(let timer):
+                switch timer.delivery.target {
+                case .engineThread:
+                    drain(timer)
+                case .queue(let queue):
+                    byQueue[ObjectIdentifier(queue), default: (queue, [])].works.append(work)
+                }
+            case .none:
+                break
             }
         }
-        for (queue, timers) in byQueue.values {
+        for (queue, works) in byQueue.values {
             queue.async {
-                for timer in timers { self.drain(timer) }
+                for work in works {
+                    switch work {
+                    case .timer(let timer): self.drain(timer)
+                    case .queued(let queued): queued.work()
+                    case .callback, .none: break
+                    }
+                }
             }
         }
+    }
+
+    /// Hands one piece of due work to its delivery target; on a virtual clock it runs before this
+    /// returns. Returns the number of runs made before it returned.
+    @discardableResult
+    private func deliver(_ work: TimerWork) -> Int {
+        switch work {
+        case .timer(let timer):
+            return deliver(timer)
+        case .callback(let body):
+            body()
+            return 1
+        case .queued(let queued):
+            guard isVirtual else {
+                queued.queue.async(execute: queued.work)
+                return 0
+            }
+            runNow(on: queued.queue) { queued.work() }
+            return 1
+        case .none:
+            return 0
+        }
+    }
+
+    /// Runs `body` on `queue` before returning (a virtual clock's delivery): directly when that is
+    /// the main queue and this is the main thread, else with `sync`.
+    private func runNow<Result>(on queue: DispatchQueue, _ body: () -> Result) -> Result {
+        if queue === DispatchQueue.main && Thread.isMainThread { return body() }
+        return queue.sync(execute: body)
     }
 
     /// Hands one timer, already marked running, to its delivery target.
@@ -210,14 +299,11 @@ final class TimerEngine: @unchecked Sendable {
         case .engineThread:
             return drain(timer)
         case .queue(let queue):
-            if !isVirtual {
+            guard isVirtual else {
                 queue.async { self.drain(timer) }
                 return 0
-            } else if queue === DispatchQueue.main && Thread.isMainThread {
-                return drain(timer)
-            } else {
-                return queue.sync { self.drain(timer) }
             }
+            return runNow(on: queue) { drain(timer) }
         }
     }
 
@@ -285,17 +371,15 @@ final class TimerEngine: @unchecked Sendable {
         defer { state.withLock { $0.isAdvancing = false } }
         var fires = 0
         while fires < maxFires {
-            let next = state.withLock { state -> ScheduledTimer? in
-                guard let first = state.store.first, first.machine.nextDeadline <= target,
-                    first.machine.nextDeadline != .max  // the end of time never comes
-                else {
-                    return nil
-                }
-                _ = state.store.removeFirst()
-                state.virtualNow = max(state.virtualNow, first.machine.nextDeadline)
+            let next = state.withLock { state -> TimerWork? in
+                guard let (work, deadline) = state.store.removeFirst(dueBy: target) else { return nil }
+                state.virtualNow = max(state.virtualNow, deadline)
                 state.wakeUps += 1
-                first.machine.isRunning = true
-                return first
+                if case .timer(let timer) = work {
+                    timer.storeSlot = -1
+                    timer.machine.isRunning = true
+                }
+                return work
             }
             guard let next else { break }
             fires += deliver(next)
@@ -310,7 +394,7 @@ final class TimerEngine: @unchecked Sendable {
     /// (`Int64.max` is the end of time).
     var earliestDeadline: Int64? {
         state.withLock { state in
-            state.store.first.map(\.machine.nextDeadline).flatMap { $0 == .max ? nil : $0 }
+            state.store.firstDeadline().flatMap { $0 == .max ? nil : $0 }
         }
     }
 
@@ -318,19 +402,25 @@ final class TimerEngine: @unchecked Sendable {
 
     /// Invalidates every timer and stops the driver. Idempotent.
     func shutdown() {
-        let leftovers = state.withLock { state -> [(ScheduledTimer.Handler?, (@Sendable () -> Void)?)] in
-            guard !state.isShutDown else { return [] }
+        let (leftovers, released) = state.withLock { state -> ([(ScheduledTimer.Handler?, (@Sendable () -> Void)?)], [TimerWork]) in
+            guard !state.isShutDown else { return ([], []) }
             state.isShutDown = true
             hasShutDown.store(true, ordering: .releasing)
             // Wake the driver at once so that it sees the shutdown and ends.
             state.armedDeadline = 1
             driver?.arm(at: 1)
-            var timers = state.store.removeAll()
+            let works = state.store.removeAll()
+            var timers: [ScheduledTimer] = []
+            for case .timer(let timer) in works {
+                timer.storeSlot = -1
+                timers.append(timer)
+            }
             timers += state.watched.values.compactMap(\.timer)
             state.watched = [:]
-            return timers.map { $0.invalidateLocked() }
+            return (timers.map { $0.invalidateLocked() }, works)
         }
-        // Handlers are released, and hooks called, outside the lock.
+        // Handlers and callbacks are released, and hooks called, outside the lock.
+        _ = released
         for (_, onInvalidate) in leftovers { onInvalidate?() }
     }
 }

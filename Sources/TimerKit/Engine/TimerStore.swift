@@ -1,32 +1,327 @@
-/// The data structure that holds an engine's pending timers, ordered by (key, creation order).
+/// The data structure that holds an engine's pending deadlines (C16): a hierarchical timing wheel
+/// for the far future in front of an exact 4-ary heap for the near future.
 ///
-/// The key is the latest instant the timer may fire at: its deadline plus its tolerance. Every
-/// method is called under the engine's lock. A store records each timer's position in the timer
-/// itself (``ScheduledTimer/storeSlot``), so removal needs no search.
-protocol TimerStore {
-    /// The number of timers held.
-    var count: Int { get }
+/// Entries are ordered by key — the latest instant an entry may fire at, its deadline plus its
+/// tolerance — then by creation order. Every method is called under the engine's lock.
+///
+/// ## How it works
+///
+/// Time is cut into ticks of 2²⁰ ns (about 1 ms). The *horizon* is a tick: every entry whose key
+/// falls in an earlier tick is in the **near heap**, exactly ordered, and every other entry is in
+/// the **wheel**: 8 levels of 64 buckets, level `L` covering 64^(L+1) ticks, with a 64-bit
+/// occupancy bitmap per level. An entry goes to the level of the highest base-64 digit in which its
+/// tick differs from the horizon, into the bucket named by that digit, at the tail of a doubly
+/// linked list threaded through the entries themselves. So:
+///
+/// - inserting into the wheel and cancelling from it are O(1), with no allocation (entries live in
+///   a paged ``TimerSlab``);
+/// - every entry of a lower level comes before every entry of a higher level, so the earliest
+///   bucket is the lowest set bit of the lowest non-zero bitmap: no scan;
+/// - when the near heap runs dry, the earliest bucket is *opened*: a level-0 bucket (one tick) goes
+///   into the heap and the horizon moves past it; a higher bucket cascades down the levels. Each
+///   entry cascades at most once per level, so the amortized cost is O(1) per entry.
+///
+/// Buckets are opened within ``nearWindow`` ticks of now (or earlier when a bucket may hold a due
+/// deadline: each bucket keeps a lower bound of its deadlines), so the heap holds about the next
+/// 64 ms and stays small however many timers are pending. A far bucket is opened by an early
+/// wake-up (see ``wakeUpTime(now:)``). The heap decides the exact order, so grouping entries in
+/// buckets never makes a fire early (C2) or later than its key (C3), and the wheel pops exactly the
+/// entries the heap alone would, in the same order.
+///
+/// With ``Layout/heap`` the wheel is off and every entry goes into the heap (O(log n)); the
+/// benchmark races the two layouts.
+struct TimerStore {
+    /// Which structure holds the far future.
+    enum Layout: Sendable {
+        /// The timing wheel in front of the near heap (the default).
+        case wheel
+        /// The heap alone.
+        case heap
+    }
 
-    /// The timer with the smallest key (ties: the earliest created), if any.
-    var first: ScheduledTimer? { get }
+    static let tickShift: Int64 = 20
+    static let levelBits = 6
+    static let levelCount = 8
+    static let bucketsPerLevel = 1 << levelBits
+    /// How far ahead of now, in ticks, buckets are opened into the near heap.
+    static let nearWindow: Int64 = 64
 
-    /// Adds a timer that is not in the store, under `timer.storeKey`.
-    mutating func insert(_ timer: ScheduledTimer)
+    let layout: Layout
+    private(set) var slab = TimerSlab()
+    /// Entry indices in 4-ary heap order by (key, sequence).
+    private var heap: [Int32] = []
+    /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
+    private var horizon: Int64 = 0
+    private var bitmaps = [UInt64](repeating: 0, count: levelCount)
+    private var heads = [Int32](repeating: -1, count: levelCount * bucketsPerLevel)
+    private var tails = [Int32](repeating: -1, count: levelCount * bucketsPerLevel)
+    /// A lower bound of the deadlines in each bucket (`Int64.max` when empty), so that a bucket
+    /// whose keys are far off but whose deadlines have come (a long tolerance) is opened in time.
+    private var earliestDeadlines = [Int64](repeating: .max, count: levelCount * bucketsPerLevel)
 
-    /// Removes a timer that is in the store.
-    mutating func remove(_ timer: ScheduledTimer)
+    init(layout: Layout = .wheel) {
+        self.layout = layout
+    }
 
-    /// Removes and returns the timer with the smallest key.
-    mutating func removeFirst() -> ScheduledTimer?
+    /// The number of entries held.
+    var count: Int { slab.count }
 
-    /// Removes every timer and returns them.
-    mutating func removeAll() -> [ScheduledTimer]
-}
-
-extension ScheduledTimer {
-    /// Whether `self` comes before `other` in a store: by key, then by creation order.
+    /// The key of the entry at `index`, which must be in use.
     @inline(__always)
-    func precedesInStore(_ other: ScheduledTimer) -> Bool {
-        storeKey < other.storeKey || (storeKey == other.storeKey && id < other.id)
+    func key(at index: Int32) -> Int64 { slab[index].pointee.key }
+
+    /// Whether `index` holds a pending callback created with `sequence` (not a timer, and not a
+    /// later tenant of the same entry).
+    func holdsCallback(_ index: Int32, sequence: UInt32) -> Bool {
+        guard index >= 0, slab.isAllocated(index) else { return false }
+        let entry = slab[index]
+        guard entry.pointee.place != TimerEntry.unplaced, entry.pointee.sequence == sequence else { return false }
+        switch entry.pointee.work {
+        case .callback, .queued: return true
+        case .timer, .none: return false
+        }
+    }
+
+    // MARK: Inserting and removing
+
+    /// Adds an entry; returns its index, which stays valid until the entry is removed.
+    ///
+    /// - Parameters:
+    ///   - slack: the tolerance, clamped to `0...UInt32.max` and so that the key does not overflow.
+    mutating func insert(_ work: TimerWork, deadline: Int64, slack: Int64, sequence: UInt32) -> Int32 {
+        let index = slab.allocate()
+        let entry = slab[index]
+        let room = deadline < 0 ? Int64(UInt32.max) : Int64.max - deadline
+        entry.pointee.work = work
+        entry.pointee.deadline = deadline
+        entry.pointee.slack = UInt32(clamping: min(max(slack, 0), room))
+        entry.pointee.sequence = sequence
+        place(index)
+        return index
+    }
+
+    /// Removes the entry at `index` and returns what it held.
+    mutating func remove(_ index: Int32) -> TimerWork {
+        unplace(index)
+        return slab.free(index)
+    }
+
+    /// Removes and returns the first entry, in (key, creation) order, if its deadline has come by
+    /// `now`. `Int64.max` is the end of time: a deadline there never comes (C17).
+    mutating func removeFirst(dueBy now: Int64) -> (work: TimerWork, deadline: Int64)? {
+        while true {
+            if let top = heap.first {
+                let deadline = slab[top].pointee.deadline
+                guard deadline <= now && deadline != .max else { return nil }
+                heapRemove(at: 0)
+                return (slab.free(top), deadline)
+            }
+            // Open the first bucket if it is near, or if something in it may be due already: then
+            // the wheel pops exactly what the heap alone would.
+            guard let bucket = firstBucket(),
+                bucket.start <= (now >> Self.tickShift) + Self.nearWindow
+                    || earliestDeadlines[bucket.level * Self.bucketsPerLevel + bucket.digit] <= now
+            else { return nil }
+            open(bucket)
+        }
+    }
+
+    /// When the driver should wake: the first entry's key — exactly, when it is within the near
+    /// window — or, when the earliest entries are further away, early enough to open their bucket
+    /// before they are due. `nil` when nothing is held.
+    mutating func wakeUpTime(now: Int64) -> Int64? {
+        while true {
+            if let top = heap.first { return slab[top].pointee.key }
+            guard let bucket = firstBucket() else {
+                // Empty: the horizon may catch up with now, so that new entries land on low levels.
+                horizon = max(horizon, now >> Self.tickShift)
+                return nil
+            }
+            let nowTick = now >> Self.tickShift
+            guard bucket.start <= nowTick + Self.nearWindow else {
+                return (bucket.start - Self.nearWindow) << Self.tickShift
+            }
+            open(bucket)
+        }
+    }
+
+    /// The deadline of the first entry in (key, creation) order, found by opening as many buckets
+    /// as it takes.
+    mutating func firstDeadline() -> Int64? {
+        while heap.isEmpty, let bucket = firstBucket() { open(bucket) }
+        return heap.first.map { slab[$0].pointee.deadline }
+    }
+
+    /// Removes every entry and returns what they held.
+    mutating func removeAll() -> [TimerWork] {
+        let indices = slab.indicesInUse()
+        let works = indices.map { slab.free($0) }
+        heap = []
+        for level in 0..<Self.levelCount { bitmaps[level] = 0 }
+        for bucket in heads.indices {
+            heads[bucket] = -1
+            tails[bucket] = -1
+            earliestDeadlines[bucket] = .max
+        }
+        return works
+    }
+
+    // MARK: Placing entries
+
+    /// Puts an allocated entry in the heap (its tick is before the horizon) or in its wheel bucket.
+    private mutating func place(_ index: Int32) {
+        let tick = slab[index].pointee.key >> Self.tickShift
+        guard layout == .wheel, tick >= horizon else {
+            heapInsert(index)
+            return
+        }
+        let differing = UInt64(bitPattern: tick ^ horizon)
+        let level = differing == 0 ? 0 : (63 - differing.leadingZeroBitCount) / Self.levelBits
+        let digit = Int(truncatingIfNeeded: tick >> Int64(level * Self.levelBits)) & (Self.bucketsPerLevel - 1)
+        let bucket = level * Self.bucketsPerLevel + digit
+        let entry = slab[index]
+        earliestDeadlines[bucket] = min(earliestDeadlines[bucket], entry.pointee.deadline)
+        entry.pointee.place = -2 - Int32(bucket)
+        entry.pointee.next = -1
+        entry.pointee.previous = tails[bucket]
+        if tails[bucket] >= 0 {
+            slab[tails[bucket]].pointee.next = index
+        } else {
+            heads[bucket] = index
+            bitmaps[level] |= 1 << UInt64(digit)
+        }
+        tails[bucket] = index
+    }
+
+    /// Takes an entry out of the heap or its bucket; it stays allocated.
+    private mutating func unplace(_ index: Int32) {
+        let entry = slab[index]
+        let place = entry.pointee.place
+        precondition(place != TimerEntry.unplaced, "TimerStore.remove: the entry is not in the store")
+        if place >= 0 {
+            heapRemove(at: Int(place))
+            return
+        }
+        let bucket = Int(-2 - place)
+        let next = entry.pointee.next
+        let previous = entry.pointee.previous
+        if previous >= 0 { slab[previous].pointee.next = next } else { heads[bucket] = next }
+        if next >= 0 { slab[next].pointee.previous = previous } else { tails[bucket] = previous }
+        if heads[bucket] < 0 {
+            bitmaps[bucket >> Self.levelBits] &= ~(1 << UInt64(bucket & (Self.bucketsPerLevel - 1)))
+            earliestDeadlines[bucket] = .max
+        }
+        entry.pointee.place = TimerEntry.unplaced
+        entry.pointee.next = -1
+        entry.pointee.previous = -1
+    }
+
+    /// The earliest non-empty bucket: the lowest set bit of the lowest non-zero bitmap.
+    private func firstBucket() -> (level: Int, digit: Int, start: Int64)? {
+        for level in 0..<Self.levelCount where bitmaps[level] != 0 {
+            let digit = bitmaps[level].trailingZeroBitCount
+            let shift = Int64(level * Self.levelBits)
+            let above = shift + Int64(Self.levelBits)
+            let start = ((horizon >> above) << above) | (Int64(digit) << shift)
+            return (level, digit, start)
+        }
+        return nil
+    }
+
+    /// Empties a bucket: a level-0 bucket into the heap, a higher one down the levels; the horizon
+    /// moves to the bucket's start (past it, for level 0).
+    private mutating func open(_ bucket: (level: Int, digit: Int, start: Int64)) {
+        horizon = bucket.level == 0 ? bucket.start + 1 : bucket.start
+        redistribute(bucket.level * Self.bucketsPerLevel + bucket.digit)
+        // Keep the order invariant: no level above 0 may hold an entry in the bucket the horizon is
+        // in, or an entry there could precede a lower level's. Moving the horizon into a new block
+        // can make such a bucket current; cascade it (highest level first).
+        for level in stride(from: Self.levelCount - 1, through: 1, by: -1) {
+            let digit = Int(truncatingIfNeeded: horizon >> Int64(level * Self.levelBits)) & (Self.bucketsPerLevel - 1)
+            if bitmaps[level] & (1 << UInt64(digit)) != 0 {
+                redistribute(level * Self.bucketsPerLevel + digit)
+            }
+        }
+    }
+
+    /// Re-places every entry of a bucket relative to the current horizon, in list order.
+    private mutating func redistribute(_ bucket: Int) {
+        var index = heads[bucket]
+        heads[bucket] = -1
+        tails[bucket] = -1
+        earliestDeadlines[bucket] = .max
+        bitmaps[bucket >> Self.levelBits] &= ~(1 << UInt64(bucket & (Self.bucketsPerLevel - 1)))
+        while index >= 0 {
+            let next = slab[index].pointee.next
+            place(index)
+            index = next
+        }
+    }
+
+    // MARK: The near heap
+
+    @inline(__always)
+    private func precedes(_ a: Int32, _ b: Int32) -> Bool {
+        let (first, second) = (slab[a], slab[b])
+        let (keyA, keyB) = (first.pointee.key, second.pointee.key)
+        return keyA < keyB || (keyA == keyB && Int32(bitPattern: first.pointee.sequence &- second.pointee.sequence) < 0)
+    }
+
+    private mutating func heapInsert(_ index: Int32) {
+        heap.append(index)
+        siftUp(heap.count - 1)
+    }
+
+    private mutating func heapRemove(at position: Int) {
+        let removed = heap[position]
+        let last = heap.removeLast()
+        slab[removed].pointee.place = TimerEntry.unplaced
+        guard position < heap.count else { return }
+        heap[position] = last
+        slab[last].pointee.place = Int32(position)
+        if position > 0 && precedes(last, heap[(position - 1) / 4]) {
+            siftUp(position)
+        } else {
+            siftDown(position)
+        }
+    }
+
+    private mutating func siftUp(_ start: Int) {
+        var position = start
+        let moving = heap[position]
+        while position > 0 {
+            let parent = (position - 1) / 4
+            let parentIndex = heap[parent]
+            guard precedes(moving, parentIndex) else { break }
+            heap[position] = parentIndex
+            slab[parentIndex].pointee.place = Int32(position)
+            position = parent
+        }
+        heap[position] = moving
+        slab[moving].pointee.place = Int32(position)
+    }
+
+    private mutating func siftDown(_ start: Int) {
+        var position = start
+        let moving = heap[position]
+        let count = heap.count
+        while true {
+            let firstChild = 4 * position + 1
+            guard firstChild < count else { break }
+            var best = firstChild
+            var child = firstChild + 1
+            let end = min(firstChild + 4, count)
+            while child < end {
+                if precedes(heap[child], heap[best]) { best = child }
+                child += 1
+            }
+            let bestIndex = heap[best]
+            guard precedes(bestIndex, moving) else { break }
+            heap[position] = bestIndex
+            slab[bestIndex].pointee.place = Int32(position)
+            position = best
+        }
+        heap[position] = moving
+        slab[moving].pointee.place = Int32(position)
     }
 }

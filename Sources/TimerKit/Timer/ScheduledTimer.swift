@@ -57,10 +57,8 @@ public final class ScheduledTimer: @unchecked Sendable {
     var onInvalidate: (@Sendable () -> Void)?
     /// Creation order on the engine; breaks ties between equal deadlines.
     var id: UInt64 = 0
-    /// The key the store orders this timer by (deadline + tolerance on a real clock).
-    var storeKey: Int64 = 0
-    /// The timer's position in its engine's store, or -1.
-    var storeSlot = -1
+    /// The index of the timer's entry in its engine's store, or -1 when it is not stored.
+    var storeSlot: Int32 = -1
     /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
     /// iterated), so that no lifetime warning is printed.
     var releasesSilentlyWhenSuspended = false

@@ -1,0 +1,69 @@
+/// A one-shot closure waiting in a clock's engine: the lightest timer TimerKit has.
+///
+/// Schedule one with ``TimerClock/schedule(at:tolerance:delivery:_:)``. Where a ``ScheduledTimer``
+/// is an object with a full life — repeat, suspend, resume, reschedule, `fire()` — a scheduled
+/// callback is just an entry in the engine's store and this handle to it: no object is allocated
+/// per callback (the engine keeps 48 bytes for it in a slab), and scheduling and cancelling are
+/// O(1) with no system call. It is made for the timer a server has most of: the timeout that is
+/// almost always cancelled before it fires.
+///
+/// ```swift
+/// let timeout = try TimerClock.continuous.schedule(at: .after(.seconds(30))) {
+///     connection.close(reason: .idle)
+/// }
+/// // … the request completes in time:
+/// timeout.cancel()
+/// ```
+///
+/// What it keeps of the timer contract:
+/// - C1: it runs on the clock it was scheduled on; C2: never before its deadline; C3: within its
+///   tolerance, which the engine uses to share wake-ups;
+/// - C6: it runs once; inside its closure ``isPending`` is already `false`;
+/// - C8: ``cancel()`` is idempotent, safe from any thread, and releases the closure (and all it
+///   captured) before it returns;
+/// - C12: dropping the handle does not cancel it; the engine holds the closure until it runs;
+/// - C13: the handle is a value, safe to copy and use from any thread;
+/// - C15: the closure runs on the engine thread or on a queue;
+/// - C16: it costs one store entry; C17: bad input throws ``TimerError``.
+///
+/// When its clock is shut down, a pending callback is released without running.
+public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
+    let engine: TimerEngine
+    let index: Int32
+    let sequence: UInt32
+
+    init(engine: TimerEngine, index: Int32, sequence: UInt32) {
+        self.engine = engine
+        self.index = index
+        self.sequence = sequence
+    }
+
+    /// The clock the callback was scheduled on.
+    public var clock: TimerClock { TimerClock(engine: engine) }
+
+    /// Whether the callback is still waiting for its deadline: `false` once it has started to run
+    /// (also inside the closure), once it was cancelled, and once its clock was shut down.
+    public var isPending: Bool { engine.isPending(index, sequence: sequence) }
+
+    /// Cancels the callback if it has not started to run (C8).
+    ///
+    /// Idempotent and safe from any thread. When it returns `true`, the closure will never run and
+    /// it, with everything it captured, has been released.
+    ///
+    /// - Returns: `true` if this call cancelled the callback; `false` if it had already started to
+    ///   run, was cancelled before, or its clock was shut down.
+    @discardableResult
+    public func cancel() -> Bool { engine.cancel(index, sequence: sequence) }
+
+    public static func == (lhs: ScheduledCallback, rhs: ScheduledCallback) -> Bool {
+        lhs.engine === rhs.engine && lhs.index == rhs.index && lhs.sequence == rhs.sequence
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(ObjectIdentifier(engine))
+        hasher.combine(index)
+        hasher.combine(sequence)
+    }
+
+    public var description: String { "ScheduledCallback(\(engine.kind) #\(sequence))" }
+}

@@ -1,0 +1,131 @@
+import Testing
+@testable import TimerKit
+
+/// C2, C3, C16: the engine's store — the timing wheel and the heap alone — against a reference model.
+@Suite("Timer store")
+struct TimerStoreTests {
+    /// An entry as the reference model sees it.
+    struct ModelEntry {
+        var index: Int32
+        var deadline: Int64
+        var key: Int64
+        var sequence: UInt32
+    }
+
+    static let tick: Int64 = 1 << TimerStore.tickShift
+
+    /// Counts the broken promises instead of expecting per step: an expectation per step would
+    /// dominate the run in a debug build.
+    struct Mismatches {
+        var order = 0
+        var early = 0
+        var leftBehind = 0
+        var lateWakeUp = 0
+        var inexactWakeUp = 0
+        var count = 0
+    }
+
+    @Test(
+        "C2, C3, C16: through random inserts, cancels and advances, both layouts pop entries in (key, creation) order, never before their deadline, never leave one whose key has come, and wake in time",
+        arguments: [TimerStore.Layout.wheel, .heap], [1, 2, 3, 42, 2026] as [UInt64])
+    func storeMatchesReferenceModel(layout: TimerStore.Layout, seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        var store = TimerStore(layout: layout)
+        var model: [ModelEntry] = []
+        var now: Int64 = 1_000 * Self.tick + 12_345
+        var sequence: UInt32 = 0
+        var mismatches = Mismatches()
+        var popped = 0
+
+        func precedes(_ a: ModelEntry, _ b: ModelEntry) -> Bool {
+            a.key < b.key || (a.key == b.key && a.sequence < b.sequence)
+        }
+        func modelFirst() -> Int? {
+            model.indices.min { precedes(model[$0], model[$1]) }
+        }
+
+        for _ in 0..<4_000 {
+            switch Int.random(in: 0..<20, using: &random) {
+            case 0..<9:
+                // Deadlines from the past to far ahead, on every level of the wheel; few distinct
+                // values near now, so that ties are common.
+                let scale = [Int64(0), 3, Self.tick, 64 * Self.tick, 4_096 * Self.tick, 1 << 40][Int.random(in: 0..<6, using: &random)]
+                let deadline = now - 50 + Int64.random(in: 0...max(scale, 100), using: &random)
+                let slack = Bool.random(using: &random) ? 0 : Int64.random(in: 0...(100 * Self.tick), using: &random)
+                let index = store.insert(.none, deadline: deadline, slack: slack, sequence: sequence)
+                model.append(ModelEntry(index: index, deadline: deadline, key: deadline + slack, sequence: sequence))
+                sequence += 1
+            case 9..<13 where !model.isEmpty:
+                let position = Int.random(in: 0..<model.count, using: &random)
+                _ = store.remove(model[position].index)
+                model.remove(at: position)
+            default:
+                now += [Int64(1), Self.tick / 3, 5 * Self.tick, 300 * Self.tick, 1 << 33][Int.random(in: 0..<5, using: &random)]
+                while let (_, deadline) = store.removeFirst(dueBy: now) {
+                    popped += 1
+                    guard let first = modelFirst() else {
+                        mismatches.order += 1
+                        break
+                    }
+                    if model[first].deadline != deadline { mismatches.order += 1 }
+                    if deadline > now { mismatches.early += 1 }
+                    model.remove(at: first)
+                }
+                // Everything whose key has come was popped (C3), and popping stopped exactly where
+                // the heap alone stops: at the first entry, in key order, whose deadline is ahead.
+                if model.contains(where: { $0.key <= now }) { mismatches.leftBehind += 1 }
+                if let first = modelFirst(), model[first].deadline <= now { mismatches.leftBehind += 1 }
+                if let first = modelFirst() {
+                    let wakeUp = store.wakeUpTime(now: now) ?? .max
+                    if wakeUp > model[first].key { mismatches.lateWakeUp += 1 }
+                    if model[first].key >> TimerStore.tickShift <= (now >> TimerStore.tickShift) + TimerStore.nearWindow
+                        && wakeUp != model[first].key
+                    {
+                        mismatches.inexactWakeUp += 1
+                    }
+                }
+            }
+            if store.count != model.count { mismatches.count += 1 }
+        }
+        #expect(popped > 500)
+        #expect(mismatches.order == 0)
+        #expect(mismatches.early == 0)
+        #expect(mismatches.leftBehind == 0)
+        #expect(mismatches.lateWakeUp == 0)
+        #expect(mismatches.inexactWakeUp == 0)
+        #expect(mismatches.count == 0)
+        #expect(store.removeAll().count == model.count)
+        #expect(store.count == 0)
+    }
+
+    @Test("C16: a slab reuses freed entries and gives its pages back once empty", arguments: [TimerStore.Layout.wheel, .heap])
+    func slabReusesEntries(layout: TimerStore.Layout) {
+        var store = TimerStore(layout: layout)
+        let first = (0..<3_000).map { store.insert(.none, deadline: Int64($0) << 22, slack: 0, sequence: UInt32($0)) }
+        for index in first { _ = store.remove(index) }
+        #expect(store.count == 0)
+        let again = store.insert(.none, deadline: 5, slack: 0, sequence: 9)
+        #expect(again == 0, "the pages were reset")
+        _ = store.remove(again)
+        let a = store.insert(.none, deadline: 5, slack: 0, sequence: 10)
+        let b = store.insert(.none, deadline: 6, slack: 0, sequence: 11)
+        _ = store.remove(a)
+        let c = store.insert(.none, deadline: 7, slack: 0, sequence: 12)
+        #expect(c == a, "a freed entry is reused")
+        #expect(store.removeFirst(dueBy: 100)?.deadline == 6)
+        #expect(store.removeFirst(dueBy: 100)?.deadline == 7)
+        #expect(store.removeFirst(dueBy: 100) == nil)
+        _ = b
+    }
+
+    @Test("C2, C17: the end of time never comes, and a tolerance cannot push a key past it", arguments: [TimerStore.Layout.wheel, .heap])
+    func endOfTime(layout: TimerStore.Layout) {
+        var store = TimerStore(layout: layout)
+        // The slack is clamped so that the key is Int64.max rather than overflowing.
+        _ = store.insert(.none, deadline: .max - 10, slack: 1_000_000, sequence: 0)
+        _ = store.insert(.none, deadline: .max, slack: 0, sequence: 1)
+        #expect(store.removeFirst(dueBy: .max - 1)?.deadline == Int64.max - 10)
+        #expect(store.removeFirst(dueBy: .max) == nil, "a deadline at Int64.max is never due")
+        #expect(store.count == 1)
+    }
+}
