@@ -81,6 +81,13 @@ extension Peer {
         throw BenchError.unsupported("\(Self.name) has no blockable context")
     }
 
+    func repeating(
+        first: Int64, interval: Int64, tolerance: Int64, delivery: Delivery,
+        _ handler: @escaping @Sendable (Tick) -> Void
+    ) throws -> Repeater {
+        throw BenchError.unsupported("\(Self.name) has no repeating timers")
+    }
+
     func onSchedulingThread(_ body: @escaping @Sendable () -> Void) { body() }
 
     func wakeUpCount() -> Int? { nil }
@@ -108,6 +115,8 @@ enum BenchError: Error, CustomStringConvertible {
 /// Every peer, in table order. TimerKit comes first: the ratio columns divide by its figures.
 let allPeers: [any Peer.Type] = [
     TimerKitPeer.self,
+    TimerKitHeapPeer.self,
+    TimerKitTimerPeer.self,
     DispatchSerialPeer.self,
     DispatchGlobalPeer.self,
     FoundationRunLoopPeer.self,

@@ -3,6 +3,7 @@ extension Duration {
     ///
     /// Sub-nanosecond parts are truncated toward zero.
     var exactNanoseconds: Int64? {
+        if self == .zero { return 0 }  // the common tolerance, without 128-bit arithmetic
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
         guard !overflow else { return nil }

@@ -81,13 +81,16 @@ final class TimerEngine: @unchecked Sendable {
         self.kind = kind
         self.isShared = isShared
         self.driver = driver
+        self.isVirtual = driver == nil
         var initial = State(layout: layout)
         initial.virtualNow = virtualStart
         self.state = Locked(initial)
         driver?.start(serving: self)
     }
 
-    var isVirtual: Bool { driver == nil }
+    /// Whether this is a virtual clock's engine (it has no driver). Stored: asking an optional
+    /// existential whether it is `nil` goes through its value witnesses on every call.
+    let isVirtual: Bool
 
     /// The current instant on this engine's clock, in nanoseconds.
     func now() -> Int64 {
@@ -137,12 +140,13 @@ final class TimerEngine: @unchecked Sendable {
     }
 
     /// Schedules a callback (``ScheduledCallback``): one entry in the store and nothing else.
-    func schedule(_ work: TimerWork, deadline: Int64, slack: Int64) throws(TimerError) -> (index: Int32, sequence: UInt32) {
-        try state.withLock { (state) throws(TimerError) in
+    func schedule(_ work: consuming TimerWork, deadline: Int64, slack: Int64) throws(TimerError) -> (index: Int32, sequence: UInt32) {
+        var pending = Optional(work)  // moved into the store below, without a retain
+        return try state.withLock { (state) throws(TimerError) in
             guard !state.isShutDown else { throw .clockShutDown }
             let sequence = UInt32(truncatingIfNeeded: state.nextTimerID)
             state.nextTimerID &+= 1
-            let index = state.store.insert(work, deadline: deadline, slack: isVirtual ? 0 : slack, sequence: sequence)
+            let index = state.store.insert(pending.take()!, deadline: deadline, slack: isVirtual ? 0 : slack, sequence: sequence)
             armIfEarlier(state.store.key(at: index), &state)
             return (index, sequence)
         }

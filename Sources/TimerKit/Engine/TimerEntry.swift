@@ -117,8 +117,12 @@ struct TimerSlab {
     /// every page but the first is given back to the system.
     mutating func free(_ index: Int32) -> TimerWork {
         let entry = self[index]
-        let work = entry.pointee.work
-        entry.pointee = .free
+        // Move the work out (no retain, no release) and leave `.none`, which owns nothing.
+        let slot = entry.pointer(to: \.work)!
+        let work = slot.move()
+        slot.initialize(to: .none)
+        entry.pointee.place = TimerEntry.unplaced
+        entry.pointee.previous = -1
         entry.pointee.next = freeHead
         freeHead = index
         count -= 1

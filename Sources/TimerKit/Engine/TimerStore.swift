@@ -52,12 +52,41 @@ struct TimerStore {
     private var heap: [Int32] = []
     /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
     private var horizon: Int64 = 0
-    private var bitmaps = [UInt64](repeating: 0, count: levelCount)
-    private var heads = [Int32](repeating: -1, count: levelCount * bucketsPerLevel)
-    private var tails = [Int32](repeating: -1, count: levelCount * bucketsPerLevel)
-    /// A lower bound of the deadlines in each bucket (`Int64.max` when empty), so that a bucket
-    /// whose keys are far off but whose deadlines have come (a long tolerance) is opened in time.
-    private var earliestDeadlines = [Int64](repeating: .max, count: levelCount * bucketsPerLevel)
+    private let wheel = Wheel()
+
+    /// The wheel's fixed-size tables, allocated once and reached through `let` pointers: no
+    /// copy-on-write or exclusivity checks on the hot path. The store is never copied (it lives in
+    /// the engine's locked state), so sharing the tables between copies cannot happen in practice.
+    private final class Wheel {
+        static let bucketCount = TimerStore.levelCount * TimerStore.bucketsPerLevel
+        /// One occupancy bitmap per level.
+        let bitmaps = UnsafeMutablePointer<UInt64>.allocate(capacity: TimerStore.levelCount)
+        /// Each bucket's first and last entry, or -1.
+        let heads = UnsafeMutablePointer<Int32>.allocate(capacity: bucketCount)
+        let tails = UnsafeMutablePointer<Int32>.allocate(capacity: bucketCount)
+        /// A lower bound of the deadlines in each bucket (`Int64.max` when empty), so that a bucket
+        /// whose keys are far off but whose deadlines have come (a long tolerance) is opened in time.
+        let earliestDeadlines = UnsafeMutablePointer<Int64>.allocate(capacity: bucketCount)
+
+        init() {
+            bitmaps.initialize(repeating: 0, count: TimerStore.levelCount)
+            heads.initialize(repeating: -1, count: Self.bucketCount)
+            tails.initialize(repeating: -1, count: Self.bucketCount)
+            earliestDeadlines.initialize(repeating: .max, count: Self.bucketCount)
+        }
+
+        deinit {
+            bitmaps.deallocate()
+            heads.deallocate()
+            tails.deallocate()
+            earliestDeadlines.deallocate()
+        }
+    }
+
+    private var bitmaps: UnsafeMutablePointer<UInt64> { wheel.bitmaps }
+    private var heads: UnsafeMutablePointer<Int32> { wheel.heads }
+    private var tails: UnsafeMutablePointer<Int32> { wheel.tails }
+    private var earliestDeadlines: UnsafeMutablePointer<Int64> { wheel.earliestDeadlines }
 
     init(layout: Layout = .wheel) {
         self.layout = layout
@@ -88,11 +117,12 @@ struct TimerStore {
     ///
     /// - Parameters:
     ///   - slack: the tolerance, clamped to `0...UInt32.max` and so that the key does not overflow.
-    mutating func insert(_ work: TimerWork, deadline: Int64, slack: Int64, sequence: UInt32) -> Int32 {
+    mutating func insert(_ work: consuming TimerWork, deadline: Int64, slack: Int64, sequence: UInt32) -> Int32 {
         let index = slab.allocate()
         let entry = slab[index]
         let room = deadline < 0 ? Int64(UInt32.max) : Int64.max - deadline
-        entry.pointee.work = work
+        // A free entry holds `.none`, which owns nothing: initialize over it instead of assigning.
+        entry.pointer(to: \.work)!.initialize(to: work)
         entry.pointee.deadline = deadline
         entry.pointee.slack = UInt32(clamping: min(max(slack, 0), room))
         entry.pointee.sequence = sequence
@@ -158,7 +188,7 @@ struct TimerStore {
         let works = indices.map { slab.free($0) }
         heap = []
         for level in 0..<Self.levelCount { bitmaps[level] = 0 }
-        for bucket in heads.indices {
+        for bucket in 0..<Wheel.bucketCount {
             heads[bucket] = -1
             tails[bucket] = -1
             earliestDeadlines[bucket] = .max

@@ -13,17 +13,22 @@ import Darwin
 /// as a race. A pthread mutex is intercepted by the sanitizer and costs the same uncontended.
 final class Locked<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
-    private var state: State
+    /// Behind a pointer rather than in a `var`: the mutex already makes access exclusive, and a
+    /// stored property would add the runtime's dynamic exclusivity check to every `withLock`.
+    private let state: UnsafeMutablePointer<State>
 
     init(_ state: State) {
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
         let status = pthread_mutex_init(mutex, nil)
         precondition(status == 0, "Locked: pthread_mutex_init failed (\(status))")
-        self.state = state
+        self.state = .allocate(capacity: 1)
+        self.state.initialize(to: state)
     }
 
     deinit {
+        state.deinitialize(count: 1)
+        state.deallocate()
         pthread_mutex_destroy(mutex)
         mutex.deallocate()
     }
@@ -33,6 +38,6 @@ final class Locked<State>: @unchecked Sendable {
     func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
-        return try body(&state)
+        return try body(&state.pointee)
     }
 }

@@ -138,7 +138,7 @@ extension ScheduledTimer {
         let toleranceNanoseconds = try validatedTolerance(tolerance)
         let policy = try policy.validated()
         let engine = clock.engine
-        let firstDeadline = try firstDeadline(first ?? (interval == nil ? .now : nil), interval: intervalNanoseconds, now: engine.now, kind: engine.kind)
+        let firstDeadline = try firstDeadline(first ?? (interval == nil ? .now : nil), interval: intervalNanoseconds, now: { engine.now() }, kind: engine.kind)
         let timer = ScheduledTimer(
             engine: engine,
             firstDeadline: firstDeadline,

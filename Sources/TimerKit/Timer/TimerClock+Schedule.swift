@@ -20,10 +20,10 @@ extension TimerClock {
         at start: TimerStart,
         tolerance: Duration = .zero,
         delivery: TimerDelivery = .engineThread,
-        _ work: @escaping @Sendable () -> Void
+        _ work: consuming @escaping @Sendable () -> Void
     ) throws(TimerError) -> ScheduledCallback {
         let slack = try ScheduledTimer.validatedTolerance(tolerance)
-        let deadline = try ScheduledTimer.firstDeadline(start, interval: 0, now: engine.now, kind: kind)
+        let deadline = try ScheduledTimer.firstDeadline(start, interval: 0, now: { engine.now() }, kind: kind)
         let entry: TimerWork
         switch delivery.target {
         case .engineThread: entry = .callback(work)

@@ -1,10 +1,11 @@
 import Dispatch
-import TimerKit
+@_spi(Benchmarks) import TimerKit
 
 /// TimerKit on a dedicated continuous clock (CLOCK_BOOTTIME on Linux), delivering on the engine
-/// thread: the lowest-latency delivery. Its blockable context is a serial dispatch queue.
+/// thread: the lowest-latency delivery. One-shots are `ScheduledCallback`s, TimerKit's object-free
+/// one-shot; repeating timers are `ScheduledTimer`s. Its blockable context is a serial queue.
 final class TimerKitPeer: Peer {
-    typealias OneShot = ScheduledTimer
+    typealias OneShot = ScheduledCallback
 
     static let name = "timerkit"
     static let capabilities: Capabilities = [.oneShot, .repeating, .tolerance, .blockable, .manyRepeating]
@@ -16,27 +17,14 @@ final class TimerKitPeer: Peer {
 
     @inline(__always) func now() -> Int64 { KernelClock.boottime() }
 
-    private func delivery(_ delivery: Delivery) -> TimerDelivery {
-        switch delivery {
-        case .standard: .engineThread
-        case .blockable: .queue(blockedQueue)
-        }
+    func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> ScheduledCallback {
+        try clock.schedule(at: TimerKitPeer.instant(deadline)) { log.fired(id, at: KernelClock.boottime()) }
     }
 
-    private func instant(_ nanoseconds: Int64) -> TimerStart {
-        .at(TimerInstant(kind: .continuous, nanoseconds: nanoseconds))
-    }
-
-    func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> ScheduledTimer {
-        try ScheduledTimer.once(at: instant(deadline), clock: clock, delivery: .engineThread) { _, _ in
-            log.fired(id, at: KernelClock.boottime())
-        }
-    }
-
-    func cancel(_ timer: ScheduledTimer) { timer.invalidate() }
+    func cancel(_ callback: ScheduledCallback) { callback.cancel() }
 
     func perform(at deadline: Int64, on delivery: Delivery, _ work: @escaping @Sendable () -> Void) throws {
-        try ScheduledTimer.once(at: instant(deadline), clock: clock, delivery: self.delivery(delivery)) { _, _ in work() }
+        try clock.schedule(at: TimerKitPeer.instant(deadline), delivery: self.delivery(delivery), work)
     }
 
     func repeating(
@@ -44,7 +32,7 @@ final class TimerKitPeer: Peer {
         _ handler: @escaping @Sendable (Tick) -> Void
     ) throws -> Repeater {
         let timer = try ScheduledTimer.repeating(
-            every: .nanoseconds(interval), first: instant(first), tolerance: .nanoseconds(tolerance),
+            every: .nanoseconds(interval), first: TimerKitPeer.instant(first), tolerance: .nanoseconds(tolerance),
             clock: clock, delivery: self.delivery(delivery)
         ) { _, fire in
             let now = KernelClock.boottime()
@@ -54,4 +42,60 @@ final class TimerKitPeer: Peer {
     }
 
     func wakeUpCount() -> Int? { clock.wakeUpCount }
+
+    private func delivery(_ delivery: Delivery) -> TimerDelivery {
+        switch delivery {
+        case .standard: .engineThread
+        case .blockable: .queue(blockedQueue)
+        }
+    }
+
+    static func instant(_ nanoseconds: Int64) -> TimerStart {
+        .at(TimerInstant(kind: .continuous, nanoseconds: nanoseconds))
+    }
+}
+
+/// TimerKit's one-shot callbacks on an engine whose store is the heap alone (the timing wheel
+/// off): the race that chose the wheel as the default.
+final class TimerKitHeapPeer: Peer {
+    typealias OneShot = ScheduledCallback
+
+    static let name = "timerkit-heap"
+    static let capabilities: Capabilities = [.oneShot]
+    static let limitations = "timerkit-heap, timerkit-timer: churn and scale only (variants of TimerKit's one-shots; its repeating timers are the timerkit rows)"
+
+    let clock = TimerClock._dedicatedHeapOnly(.continuous)
+
+    init() {}
+
+    @inline(__always) func now() -> Int64 { KernelClock.boottime() }
+
+    func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> ScheduledCallback {
+        try clock.schedule(at: TimerKitPeer.instant(deadline)) { log.fired(id, at: KernelClock.boottime()) }
+    }
+
+    func cancel(_ callback: ScheduledCallback) { callback.cancel() }
+}
+
+/// TimerKit's one-shots as `ScheduledTimer` objects (`ScheduledTimer.once`): what the full timer —
+/// suspend, resume, reschedule, `fire()` — costs over the callback.
+final class TimerKitTimerPeer: Peer {
+    typealias OneShot = ScheduledTimer
+
+    static let name = "timerkit-timer"
+    static let capabilities: Capabilities = [.oneShot]
+
+    let clock = TimerClock.dedicated(.continuous)
+
+    init() {}
+
+    @inline(__always) func now() -> Int64 { KernelClock.boottime() }
+
+    func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> ScheduledTimer {
+        try ScheduledTimer.once(at: TimerKitPeer.instant(deadline), clock: clock) { _, _ in
+            log.fired(id, at: KernelClock.boottime())
+        }
+    }
+
+    func cancel(_ timer: ScheduledTimer) { timer.invalidate() }
 }
