@@ -28,8 +28,8 @@ final class TimerEngine: @unchecked Sendable {
         /// Engine-thread timers that used up their run budget and wait for their next turn.
         var ready: [ScheduledTimer] = []
 
-        init(layout: TimerStore.Layout) {
-            store = TimerStore(layout: layout)
+        init(layout: TimerStore.Layout, now: Int64) {
+            store = TimerStore(layout: layout, now: now)
         }
         /// Timers with an invalidation hook (those behind an `AsyncSequence`), held weakly, so that
         /// a shutdown reaches them even while they are suspended or out of the store.
@@ -82,7 +82,7 @@ final class TimerEngine: @unchecked Sendable {
         self.isShared = isShared
         self.driver = driver
         self.isVirtual = driver == nil
-        var initial = State(layout: layout)
+        var initial = State(layout: layout, now: driver == nil ? virtualStart : SystemClock.now(kind))
         initial.virtualNow = virtualStart
         self.state = Locked(initial)
         driver?.start(serving: self)
@@ -203,26 +203,41 @@ final class TimerEngine: @unchecked Sendable {
             due.removeAll(keepingCapacity: true)
             dueBuffer = due
         }
-        let now = SystemClock.now(kind)
-        let keepRunning = state.withLock { state -> Bool in
-            guard !state.isShutDown else { return false }
-            state.wakeUps += 1
-            for timer in state.ready { due.append(.timer(timer)) }
-            state.ready.removeAll(keepingCapacity: true)
-            while let (work, _) = state.store.removeFirst(dueBy: now) {
-                if case .timer(let timer) = work {
-                    timer.storeSlot = -1
-                    timer.machine.isRunning = true
+        // Work that comes due while a pass delivers is served by another pass right away, without
+        // the two system calls of arming the driver and waking from it (under a burst of deadlines
+        // they were most of the engine thread's time). The passes are bounded, so that the driver
+        // still gets its turn.
+        for pass in 0..<Self.passesPerWakeUp {
+            let now = SystemClock.now(kind)
+            let (keepRunning, again) = state.withLock { state -> (Bool, Bool) in
+                guard !state.isShutDown else { return (false, false) }
+                if pass == 0 { state.wakeUps += 1 }
+                for timer in state.ready { due.append(.timer(timer)) }
+                state.ready.removeAll(keepingCapacity: true)
+                while let (work, _) = state.store.removeFirst(dueBy: now) {
+                    if case .timer(let timer) = work {
+                        timer.storeSlot = -1
+                        timer.machine.isRunning = true
+                    }
+                    due.append(work)
                 }
-                due.append(work)
+                state.armedDeadline = state.store.wakeUpTime(now: now) ?? .max
+                if !due.isEmpty && pass + 1 < Self.passesPerWakeUp && state.armedDeadline <= SystemClock.now(kind) {
+                    // Due already: the next pass serves it. An insert meanwhile arms the driver as usual.
+                    return (true, true)
+                }
+                if state.armedDeadline != .max { driver?.arm(at: state.armedDeadline) }
+                return (true, false)
             }
-            state.armedDeadline = state.store.wakeUpTime(now: now) ?? .max
-            if state.armedDeadline != .max { driver?.arm(at: state.armedDeadline) }
-            return true
+            deliver(due)
+            due.removeAll(keepingCapacity: true)
+            if !keepRunning || !again { return keepRunning }
         }
-        deliver(due)
-        return keepRunning
+        return true
     }
+
+    /// How many passes over the store one wake-up may make (see ``serviceDueTimers()``).
+    static let passesPerWakeUp = 64
 
     /// Hands due work to its delivery targets: engine-thread work runs here, in order; work for a
     /// queue goes there in one hop per queue.

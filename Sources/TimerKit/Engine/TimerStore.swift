@@ -1,5 +1,5 @@
-/// The data structure that holds an engine's pending deadlines (C16): a hierarchical timing wheel
-/// for the far future in front of an exact 4-ary heap for the near future.
+/// The data structure that holds an engine's pending deadlines (C16): an exact 4-ary heap for the
+/// next few seconds behind a hierarchical timing wheel for everything later.
 ///
 /// Entries are ordered by key — the latest instant an entry may fire at, its deadline plus its
 /// tolerance — then by creation order. Every method is called under the engine's lock.
@@ -17,16 +17,25 @@
 ///   a paged ``TimerSlab``);
 /// - every entry of a lower level comes before every entry of a higher level, so the earliest
 ///   bucket is the lowest set bit of the lowest non-zero bitmap: no scan;
-/// - when the near heap runs dry, the earliest bucket is *opened*: a level-0 bucket (one tick) goes
-///   into the heap and the horizon moves past it; a higher bucket cascades down the levels. Each
-///   entry cascades at most once per level, so the amortized cost is O(1) per entry.
+/// - when the earliest bucket comes within ``lookahead`` ticks (about 4.3 s) of now, it is
+///   *opened*: a level-0 bucket (one tick) goes into the heap and the horizon moves past it; a
+///   higher bucket cascades down the levels. Each entry moves at most once per level, so the
+///   amortized cost is O(1) per entry.
 ///
-/// Buckets are opened within ``nearWindow`` ticks of now (or earlier when a bucket may hold a due
-/// deadline: each bucket keeps a lower bound of its deadlines), so the heap holds about the next
-/// 64 ms and stays small however many timers are pending. A far bucket is opened by an early
-/// wake-up (see ``wakeUpTime(now:)``). The heap decides the exact order, so grouping entries in
-/// buckets never makes a fire early (C2) or later than its key (C3), and the wheel pops exactly the
-/// entries the heap alone would, in the same order.
+/// So the heap holds the next few seconds, where deadlines come due and order matters, and the
+/// wheel holds the far future — the idle timeouts and deadlines that are mostly cancelled before
+/// they come near. The split was chosen by measurement (see BENCHMARKS.md): with a lookahead of
+/// one tick's worth of buckets (64 ms), a million timers due within seconds made the wheel cascade
+/// tens of thousands of entries at once, stalling fires by milliseconds, while the heap alone fired
+/// them within a fraction of a millisecond; and for timers seconds ahead, cancelled before they
+/// come near, the wheel is O(1) whatever is pending.
+///
+/// Buckets are opened when the engine computes its next wake-up (``wakeUpTime(now:)``, which also
+/// wakes it when the next bucket comes within the lookahead), and on demand when the heap runs dry
+/// (each bucket keeps a lower bound of its deadlines, so one holding a due deadline is opened in
+/// time). The heap decides the exact order, so grouping entries in buckets never makes a fire
+/// early (C2) or later than its key (C3), and the store pops exactly the entries the heap alone
+/// would, in the same order.
 ///
 /// With ``Layout/heap`` the wheel is off and every entry goes into the heap (O(log n)); the
 /// benchmark races the two layouts.
@@ -43,8 +52,10 @@ struct TimerStore {
     static let levelBits = 6
     static let levelCount = 8
     static let bucketsPerLevel = 1 << levelBits
-    /// How far ahead of now, in ticks, buckets are opened into the near heap.
+    /// How far ahead of now, in ticks, buckets are opened when the heap has run dry.
     static let nearWindow: Int64 = 64
+    /// How far ahead of now, in ticks, the heap holds every entry: 4,096 ticks, about 4.3 s.
+    static let lookahead: Int64 = 4_096
 
     let layout: Layout
     private(set) var slab = TimerSlab()
@@ -88,8 +99,10 @@ struct TimerStore {
     private var tails: UnsafeMutablePointer<Int32> { wheel.tails }
     private var earliestDeadlines: UnsafeMutablePointer<Int64> { wheel.earliestDeadlines }
 
-    init(layout: Layout = .wheel) {
+    /// Creates an empty store whose heap holds the `lookahead` ticks after `now`.
+    init(layout: Layout = .wheel, now: Int64 = 0) {
         self.layout = layout
+        horizon = max(0, (now >> Self.tickShift) + Self.lookahead)
     }
 
     /// The number of entries held.
@@ -156,23 +169,20 @@ struct TimerStore {
         }
     }
 
-    /// When the driver should wake: the first entry's key — exactly, when it is within the near
-    /// window — or, when the earliest entries are further away, early enough to open their bucket
-    /// before they are due. `nil` when nothing is held.
+    /// Opens every bucket that has come within the lookahead, then tells when the driver should
+    /// wake: at the first entry's key, or when the next bucket comes within the lookahead, whichever
+    /// is earlier — always after `now`, once everything due by `now` was removed. `nil` when nothing
+    /// is held.
     mutating func wakeUpTime(now: Int64) -> Int64? {
-        while true {
-            if let top = heap.first { return slab[top].pointee.key }
-            guard let bucket = firstBucket() else {
-                // Empty: the horizon may catch up with now, so that new entries land on low levels.
-                horizon = max(horizon, now >> Self.tickShift)
-                return nil
-            }
-            let nowTick = now >> Self.tickShift
-            guard bucket.start <= nowTick + Self.nearWindow else {
-                return (bucket.start - Self.nearWindow) << Self.tickShift
-            }
-            open(bucket)
+        let nowTick = now >> Self.tickShift
+        while let bucket = firstBucket(), bucket.start <= nowTick + Self.lookahead { open(bucket) }
+        let keyTime = heap.first.map { slab[$0].pointee.key }
+        guard let bucket = firstBucket() else {
+            // Empty: the horizon may catch up with now, so that new entries land on low levels.
+            if keyTime == nil { horizon = max(horizon, nowTick + Self.lookahead) }
+            return keyTime
         }
+        return min(keyTime ?? .max, (bucket.start - Self.lookahead) << Self.tickShift)
     }
 
     /// The deadline of the first entry in (key, creation) order, found by opening as many buckets
