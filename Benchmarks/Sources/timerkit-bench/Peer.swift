@@ -39,6 +39,9 @@ protocol Peer: AnyObject, Sendable {
     static var capabilities: Capabilities { get }
     /// Why the peer sits out the scenarios it cannot do (shown under the tables).
     static var limitations: String { get }
+    /// Whether the peer is a variant of TimerKit raced against it (left out of quick runs unless
+    /// named with `--peer`).
+    static var isVariant: Bool { get }
 
     init() throws
 
@@ -70,6 +73,8 @@ protocol Peer: AnyObject, Sendable {
 
 extension Peer {
     static var limitations: String { "" }
+
+    static var isVariant: Bool { false }
 
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> OneShot {
         throw BenchError.unsupported("\(Self.name) has no one-shot timers")

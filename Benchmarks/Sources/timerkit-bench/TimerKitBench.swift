@@ -12,7 +12,7 @@ struct TimerKitBench: ParsableCommand {
             (busy selects both busy variants). Peers: \(allPeers.map { $0.name }.joined(separator: ", ")).
             """)
 
-    @Flag(help: "Fewer fires, operations and runs: finishes in under two minutes.")
+    @Flag(help: "Fewer fires, operations and runs, and no TimerKit variants: finishes in under two minutes.")
     var quick = false
 
     @Flag(help: "Print one JSON object per line (scenario, peer, figures) instead of tables.")
@@ -58,7 +58,8 @@ struct TimerKitBench: ParsableCommand {
             runChild()
         }
         let selectedScenarios = scenarios.isEmpty ? Scenario.allCases : Scenario.allCases.filter { s in scenarios.contains { Scenario.matching($0).contains(s) } }
-        let selectedPeers = peers.isEmpty ? allPeers : allPeers.filter { peers.contains($0.name) }
+        // Quick runs leave out TimerKit's variants (timerkit-heap, timerkit-timer) unless named.
+        let selectedPeers = peers.isEmpty ? allPeers.filter { !quick || !$0.isVariant } : allPeers.filter { peers.contains($0.name) }
         let runner = Runner(quick: quick, runsOverride: runs, timeoutFactor: timeoutFactor)
         let began = Date()
         let results = runner.run(scenarios: selectedScenarios, peers: selectedPeers)

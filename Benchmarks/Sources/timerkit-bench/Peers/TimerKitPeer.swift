@@ -62,6 +62,7 @@ final class TimerKitHeapPeer: Peer {
 
     static let name = "timerkit-heap"
     static let capabilities: Capabilities = [.oneShot]
+    static let isVariant = true
     static let limitations = "timerkit-heap, timerkit-timer: churn and scale only (variants of TimerKit's one-shots; its repeating timers are the timerkit rows)"
 
     let clock = TimerClock._dedicatedHeapOnly(.continuous)
@@ -84,6 +85,7 @@ final class TimerKitTimerPeer: Peer {
 
     static let name = "timerkit-timer"
     static let capabilities: Capabilities = [.oneShot]
+    static let isVariant = true
 
     let clock = TimerClock.dedicated(.continuous)
 
