@@ -1,0 +1,205 @@
+import Dispatch
+import Foundation
+import Testing
+@testable import TimerKit
+import TimerKitTesting
+
+/// The object-free one-shot: `TimerClock.schedule(at:tolerance:delivery:_:)` and `ScheduledCallback`.
+@Suite("Scheduled callbacks")
+struct ScheduledCallbackTests {
+    /// Something a closure captures, to see when the closure is released.
+    final class Captured: Sendable {}
+
+    @Test("C1, C2, C6: a callback runs once, at its deadline on its own clock and never before, and is no longer pending inside its closure")
+    func runsOnceAtItsDeadline() throws {
+        let clock = VirtualClock()
+        let runs = Recorder<(Int64, Bool)>()
+        let handle = Locked<ScheduledCallback?>(nil)
+        let callback = try clock.clock.schedule(at: .after(.milliseconds(30))) {
+            runs.append((clock.now.nanoseconds, handle.withLock { $0 }?.isPending ?? true))
+        }
+        handle.withLock { $0 = callback }
+        #expect(callback.isPending)
+        #expect(callback.clock == clock.clock)
+        clock.advance(by: .milliseconds(29))
+        #expect(runs.count == 0, "not before its deadline")
+        clock.advance(by: .milliseconds(1))
+        clock.advance(by: .seconds(5))
+        #expect(runs.all.map(\.0) == [30_000_000], "once, with the clock at its deadline")
+        #expect(runs.all.map(\.1) == [false])
+        #expect(!callback.isPending)
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test("C8: cancel() stops a pending callback, says so once, and releases what its closure captured before it returns")
+    func cancelReleasesTheClosure() throws {
+        let clock = VirtualClock()
+        let ran = Counter()
+        var captured: Captured? = Captured()
+        weak let watched = captured
+        let callback = try clock.clock.schedule(at: .after(.seconds(1))) { [captured] in
+            _ = captured
+            ran.increment()
+        }
+        captured = nil
+        #expect(watched != nil, "the engine holds the closure while it is pending")
+        #expect(callback.cancel())
+        #expect(watched == nil, "released by cancel()")
+        #expect(!callback.cancel(), "idempotent: a second cancel() reports nothing to cancel")
+        #expect(!callback.isPending)
+        clock.advance(by: .seconds(2))
+        #expect(ran.current == 0)
+    }
+
+    @Test("C8: cancel() after the callback ran returns false, and the closure is released once it has run")
+    func cancelAfterRun() throws {
+        let clock = VirtualClock()
+        var captured: Captured? = Captured()
+        weak let watched = captured
+        let callback = try clock.clock.schedule(at: .now) { [captured] in _ = captured }
+        captured = nil
+        clock.advance(by: .zero)
+        #expect(watched == nil)
+        #expect(!callback.cancel())
+    }
+
+    @Test("C12: dropping the handle does not cancel the callback")
+    func droppedHandleStillRuns() throws {
+        let clock = VirtualClock()
+        let ran = Counter()
+        for _ in 0..<3 {
+            try clock.clock.schedule(at: .after(.milliseconds(10))) { ran.increment() }
+        }
+        clock.advance(by: .milliseconds(10))
+        #expect(ran.current == 3)
+    }
+
+    @Test("C16: a stale handle never cancels a later callback that reuses its entry")
+    func staleHandleIsHarmless() throws {
+        let clock = VirtualClock()
+        let ran = Counter()
+        let first = try clock.clock.schedule(at: .after(.seconds(1))) {}
+        #expect(first.cancel())
+        let second = try clock.clock.schedule(at: .after(.seconds(1))) { ran.increment() }
+        #expect(second.index == first.index, "the freed entry was reused")
+        #expect(!first.cancel())
+        #expect(!first.isPending && second.isPending)
+        #expect(first != second)
+        clock.advance(by: .seconds(1))
+        #expect(ran.current == 1)
+    }
+
+    @Test("C15: a callback delivered to a queue runs on that queue")
+    func runsOnItsQueue() throws {
+        let clock = VirtualClock()
+        let queue = DispatchQueue(label: "callback.queue")
+        let key = DispatchSpecificKey<Int>()
+        queue.setSpecific(key: key, value: 7)
+        let seen = Recorder<Int?>()
+        try clock.clock.schedule(at: .after(.milliseconds(5)), delivery: .queue(queue)) {
+            seen.append(DispatchQueue.getSpecific(key: key))
+        }
+        clock.advance(by: .milliseconds(5))
+        #expect(seen.all == [7])
+    }
+
+    @Test("C2, C16: callbacks and timers on one clock fire together in (deadline, creation) order")
+    func interleavesWithTimers() throws {
+        let clock = VirtualClock()
+        let order = Recorder<String>()
+        try clock.clock.schedule(at: .after(.milliseconds(20))) { order.append("callback 20") }
+        try ScheduledTimer.once(at: .after(.milliseconds(10)), clock: clock.clock) { _, _ in order.append("timer 10") }
+        try ScheduledTimer.once(at: .after(.milliseconds(20)), clock: clock.clock) { _, _ in order.append("timer 20") }
+        try clock.clock.schedule(at: .after(.milliseconds(10))) { order.append("callback 10") }
+        clock.advance(by: .milliseconds(30))
+        #expect(order.all == ["timer 10", "callback 10", "callback 20", "timer 20"])
+    }
+
+    @Test("C17: bad input throws a clear error and schedules nothing; a start in the past runs at once")
+    func badInput() throws {
+        let clock = VirtualClock(start: .seconds(10))
+        #expect(throws: TimerError.negativeTolerance(.milliseconds(-1))) {
+            try clock.clock.schedule(at: .now, tolerance: .milliseconds(-1)) {}
+        }
+        #expect(throws: TimerError.durationOverflow) {
+            try clock.clock.schedule(at: .after(.seconds(Int64.max))) {}
+        }
+        #expect(throws: TimerError.clockMismatch(expected: .virtual, got: .wall)) {
+            try clock.clock.schedule(at: .at(TimerClock.wall.now)) {}
+        }
+        #expect(clock.pendingTimerCount == 0)
+        let ran = Counter()
+        try clock.clock.schedule(at: .after(.seconds(-5))) { ran.increment() }
+        clock.advance(by: .zero)
+        #expect(ran.current == 1)
+    }
+}
+
+/// Callbacks in real time: threads, wake-ups, shutdown.
+extension RealTime {
+    @Suite("Scheduled callbacks in real time")
+    struct ScheduledCallbackRealTimeTests {
+        @Test("C2, C15: a callback on a system clock runs on the engine thread, not before its deadline")
+        func runsOnTheEngineThread() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let runs = Recorder<(Duration, String?)>()
+            let deadline = clock.now.advanced(by: .milliseconds(20))
+            try clock.schedule(at: .at(deadline)) {
+                runs.append((clock.now - deadline, Thread.current.name))
+            }
+            #expect(await eventually { runs.count == 1 })
+            let (lateness, thread) = try #require(runs.all.first)
+            #expect(lateness >= .zero && lateness < generousLateness)
+            #expect(thread == "tk.continuous")
+        }
+
+        @Test("C3: callbacks whose tolerance windows overlap are served by one wake-up")
+        func toleranceSharesWakeUps() async throws {
+            let clock = TimerClock.dedicated(.suspending)
+            defer { clock.shutdown() }
+            let ran = Counter()
+            let before = clock.wakeUpCount
+            for index in 0..<50 {
+                try clock.schedule(at: .after(.milliseconds(20 + index)), tolerance: .milliseconds(200)) { ran.increment() }
+            }
+            #expect(await eventually { ran.current == 50 })
+            #expect(clock.wakeUpCount - before <= 2)
+        }
+
+        @Test("C8, C13: cancelling one callback from eight threads at once cancels it exactly once")
+        func concurrentCancel() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let ran = Counter()
+            let cancelled = Counter()
+            for _ in 0..<200 {
+                let callback = try clock.schedule(at: .after(.seconds(60))) { ran.increment() }
+                DispatchQueue.concurrentPerform(iterations: 8) { _ in
+                    if callback.cancel() { cancelled.increment() }
+                }
+            }
+            #expect(cancelled.current == 200)
+            #expect(ran.current == 0)
+            #expect(clock.pendingTimerCount == 0)
+        }
+
+        @Test("C16: shutting a clock down releases its pending callbacks without running them and refuses new ones")
+        func shutdownReleasesCallbacks() throws {
+            let clock = TimerClock.dedicated(.continuous)
+            let ran = Counter()
+            var captured: ScheduledCallbackTests.Captured? = ScheduledCallbackTests.Captured()
+            weak let watched = captured
+            let callback = try clock.schedule(at: .after(.seconds(60))) { [captured] in
+                _ = captured
+                ran.increment()
+            }
+            captured = nil
+            clock.shutdown()
+            #expect(watched == nil)
+            #expect(!callback.isPending && !callback.cancel())
+            #expect(throws: TimerError.clockShutDown) { try clock.schedule(at: .now) {} }
+            #expect(ran.current == 0)
+        }
+    }
+}
