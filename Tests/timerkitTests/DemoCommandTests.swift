@@ -31,9 +31,9 @@ struct DemoCommandTests {
     func demoPasses() throws {
         let (status, output) = try run(["demo"])
         #expect(status == 0, "\(output)")
-        #expect(output.contains("16 checks passed, 0 failed"))
+        #expect(output.contains("17 checks passed, 0 failed"))
         #expect(!output.contains("  ✗ "))
-        for section in 1...11 {
+        for section in 1...12 {
             #expect(output.contains("\n\(section). "), "section \(section) is missing")
         }
         // The virtual-clock section is exact: its lines are the same on every machine.
