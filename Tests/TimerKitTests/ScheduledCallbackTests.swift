@@ -143,15 +143,21 @@ extension RealTime {
         func runsOnTheEngineThread() async throws {
             let clock = TimerClock.dedicated(.continuous)
             defer { clock.shutdown() }
-            let runs = Recorder<(Duration, String?)>()
+            let runs = Recorder<(Duration, pthread_t)>()
+            let timerThreads = Recorder<pthread_t>()
             let deadline = clock.now.advanced(by: .milliseconds(20))
             try clock.schedule(at: .at(deadline)) {
-                runs.append((clock.now - deadline, Thread.current.name))
+                runs.append((clock.now - deadline, pthread_self()))
             }
-            #expect(await eventually { runs.count == 1 })
+            // A timer delivered on the engine thread, to compare threads with.
+            try ScheduledTimer.once(at: .at(deadline.advanced(by: .milliseconds(5))), clock: clock) { _, _ in
+                timerThreads.append(pthread_self())
+            }
+            #expect(await eventually { runs.count == 1 && timerThreads.count == 1 })
             let (lateness, thread) = try #require(runs.all.first)
             #expect(lateness >= .zero && lateness < generousLateness)
-            #expect(thread == "tk.continuous")
+            #expect(pthread_equal(thread, try #require(timerThreads.all.first)) != 0, "the clock's engine thread")
+            #expect(pthread_equal(thread, pthread_self()) == 0)
         }
 
         @Test("C3: callbacks whose tolerance windows overlap are served by one wake-up")
