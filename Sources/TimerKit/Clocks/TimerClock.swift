@@ -72,12 +72,13 @@ public struct TimerClock: Sendable, Hashable, CustomStringConvertible {
     /// The current instant on this clock.
     public var now: TimerInstant { TimerInstant(kind: kind, nanoseconds: engine.now()) }
 
-    /// The number of timers waiting in this clock's engine for their next deadline.
+    /// The number of timers and callbacks waiting in this clock's engine for their next deadline.
     ///
-    /// Suspended timers and timers whose handler is running are not counted.
+    /// Suspended timers, and timers or callbacks whose handler is running, are not counted.
     public var pendingTimerCount: Int { engine.pendingCount }
 
-    /// How many times this clock's engine has woken to fire timers since it started.
+    /// How many times this clock's engine has been woken to fire timers since it started (one
+    /// wake-up counts once, however many passes over the due timers it makes).
     ///
     /// Timers whose tolerance windows overlap are served by one wake-up (C3), so this grows more
     /// slowly than the number of fires.
