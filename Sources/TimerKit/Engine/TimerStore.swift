@@ -58,7 +58,7 @@ struct TimerStore {
     static let lookahead: Int64 = 4_096
 
     let layout: Layout
-    private(set) var slab = TimerSlab()
+    private var slab = TimerSlab()
     /// Entry indices in 4-ary heap order by (key, sequence).
     private var heap: [Int32] = []
     /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
