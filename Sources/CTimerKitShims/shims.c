@@ -4,10 +4,39 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #if defined(__linux__)
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #endif
+
+uint64_t ctk_current_thread_id(void) {
+#if defined(__APPLE__)
+    uint64_t id = 0;
+    pthread_threadid_np(NULL, &id);
+    return id;
+#else
+    return (uint64_t)syscall(SYS_gettid);
+#endif
+}
+
+void ctk_set_current_thread_name(const char *name) {
+#if defined(__APPLE__)
+    pthread_setname_np(name);
+#else
+    prctl(PR_SET_NAME, (unsigned long)name, 0UL, 0UL, 0UL);
+#endif
+}
+
+_Bool ctk_compare_exchange_i32(int32_t *value, int32_t expected, int32_t desired) {
+    return __atomic_compare_exchange_n(value, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+}
+
+int32_t ctk_load_i32(const int32_t *value) { return __atomic_load_n(value, __ATOMIC_SEQ_CST); }
+
+void ctk_store_i32(int32_t *value, int32_t desired) { __atomic_store_n(value, desired, __ATOMIC_SEQ_CST); }
 
 #if defined(__APPLE__)
 static clockid_t ctk_clock_id(int kind) {

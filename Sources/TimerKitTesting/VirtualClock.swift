@@ -64,6 +64,34 @@ public final class VirtualClock: Sendable {
         return clock._advanceVirtualTime(to: instant.nanoseconds, maxFires: .max)
     }
 
+    /// Moves the clock forward by `duration` in one step, as if nothing could run on the way — a
+    /// machine asleep, a blocked engine or queue — then fires what is due (C5).
+    ///
+    /// Where ``advance(by:)`` stops at every deadline, so a repeating timer fires for each one, a
+    /// jump lets every due timer fire once, at the new ``now``, and its missed-deadline policy
+    /// decides what the deadlines it missed mean: one coalesced fire whose
+    /// ``TimerFire/deadlineCount`` counts them, a skip reported in the next fire's
+    /// ``TimerFire/skippedDeadlineCount``, or a burst. Callbacks and one-shot timers that came due
+    /// fire once each, late. Timers fire in (deadline, creation) order.
+    ///
+    /// - Returns: The number of handler runs.
+    @discardableResult
+    public func jump(by duration: Duration) -> Int {
+        jump(to: now.advanced(by: max(duration, .zero)))
+    }
+
+    /// Moves the clock to `instant` in one step, as if nothing could run on the way, then fires
+    /// what is due there (see ``jump(by:)``). Does nothing but fire already-due timers if `instant`
+    /// is not after ``now``.
+    ///
+    /// - Returns: The number of handler runs.
+    /// - Precondition: `instant` is an instant of a virtual clock.
+    @discardableResult
+    public func jump(to instant: TimerInstant) -> Int {
+        precondition(instant.clockKind == .virtual, "VirtualClock.jump(to:): \(instant) is not a virtual-clock instant")
+        return clock._jumpVirtualTime(to: instant.nanoseconds)
+    }
+
     /// Advances from deadline to deadline until no timer is pending, or until `maxFires` handler
     /// runs have happened (a repeating timer never lets the clock go idle).
     ///

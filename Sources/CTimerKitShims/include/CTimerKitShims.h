@@ -7,6 +7,23 @@
 /// kind: 0 continuous (counts sleep), 1 suspending (stops in sleep), 2 wall (Unix epoch).
 int64_t ctk_clock_now(int kind);
 
+/// A number that identifies the calling thread for as long as it lives (the kernel's thread id on
+/// Linux, `pthread_threadid_np` on Apple platforms).
+uint64_t ctk_current_thread_id(void);
+
+/// Names the calling thread as the system's tools show it (at most 15 bytes are kept on Linux).
+/// Set from inside the thread itself: a new Linux thread otherwise keeps the name of the thread that
+/// created it.
+void ctk_set_current_thread_name(const char *name);
+
+/// Atomically replaces `*value` with `desired` if it equals `expected` (sequentially consistent);
+/// returns whether it did.
+_Bool ctk_compare_exchange_i32(int32_t *value, int32_t expected, int32_t desired);
+/// Atomically reads `*value` (sequentially consistent).
+int32_t ctk_load_i32(const int32_t *value);
+/// Atomically writes `*value` (sequentially consistent).
+void ctk_store_i32(int32_t *value, int32_t desired);
+
 #if defined(__linux__)
 /// Creates a non-blocking-free (blocking) close-on-exec timerfd on the given clock kind; -1 on error.
 int ctk_timerfd_create(int kind);

@@ -132,13 +132,21 @@ final class FireChannel: Sendable {
                 state.buffer.append(fire)
             } else {
                 let last = state.buffer.removeLast()
+                // The deadlines of the fire displaced are not lost: merged in (coalesce, burst),
+                // or reported as skipped before the newest (skip).
                 state.buffer.append(mergesCounts
                     ? TimerFire(
                         scheduledDeadline: last.scheduledDeadline,
                         firedAt: fire.firedAt,
                         deadlineCount: last.deadlineCount + fire.deadlineCount,
+                        skippedDeadlineCount: last.skippedDeadlineCount + fire.skippedDeadlineCount,
                         sequenceNumber: fire.sequenceNumber)
-                    : fire)
+                    : TimerFire(
+                        scheduledDeadline: fire.scheduledDeadline,
+                        firedAt: fire.firedAt,
+                        deadlineCount: fire.deadlineCount,
+                        skippedDeadlineCount: last.skippedDeadlineCount + last.deadlineCount + fire.skippedDeadlineCount,
+                        sequenceNumber: fire.sequenceNumber))
             }
             return nil
         }

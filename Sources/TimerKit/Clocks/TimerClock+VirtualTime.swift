@@ -15,6 +15,13 @@ extension TimerClock {
         engine.advance(to: nanoseconds, maxFires: maxFires)
     }
 
+    /// Sets a virtual clock to `nanoseconds` at once, then fires what is due there, each timer once
+    /// per its missed-deadline policy; returns the number of handler runs.
+    @_spi(VirtualTime)
+    public func _jumpVirtualTime(to nanoseconds: Int64) -> Int {
+        engine.advance(to: nanoseconds, jumping: true)
+    }
+
     /// The earliest deadline among a virtual clock's pending timers.
     @_spi(VirtualTime)
     public var _earliestVirtualDeadline: Int64? { engine.earliestDeadline }

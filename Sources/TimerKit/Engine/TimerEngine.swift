@@ -1,3 +1,4 @@
+import CTimerKitShims
 import Dispatch
 import Foundation
 import Synchronization
@@ -27,6 +28,11 @@ final class TimerEngine: @unchecked Sendable {
         var isAdvancing = false
         /// Engine-thread timers that used up their run budget and wait for their next turn.
         var ready: [ScheduledTimer] = []
+        /// A decaying maximum of how late the driver woke after the instant it was armed for, in
+        /// nanoseconds: what the engine keeps back from the end of a tolerance window (C3).
+        var wakeUpLatency: Int64 = 0
+        /// Tasks waiting in `ScheduledCallback.cancelAndWait()` for a run under way, by entry.
+        var callbackWaiters: [Int32: [CheckedContinuation<Void, Never>]] = [:]
 
         init(layout: TimerStore.Layout, now: Int64) {
             store = TimerStore(layout: layout, now: now)
@@ -50,9 +56,10 @@ final class TimerEngine: @unchecked Sendable {
 
     let kind: TimerClock.Kind
     let isShared: Bool
-    /// Work due at the current wake-up; touched only by ``serviceDueTimers()``, which the driver
-    /// never runs concurrently with itself.
-    private var dueBuffer: [TimerWork] = []
+    /// Work due at the current wake-up, and the entries of engine-thread callbacks that ran in it;
+    /// touched only by ``serviceDueTimers()``, which the driver never runs concurrently with itself.
+    private var dueBuffer: [TimerStore.DueWork] = []
+    private var finishedBuffer: [Int32] = []
     let state: Locked<State>
     /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
     let hasShutDown = Atomic<Bool>(false)
@@ -92,6 +99,15 @@ final class TimerEngine: @unchecked Sendable {
     /// existential whether it is `nil` goes through its value witnesses on every call.
     let isVirtual: Bool
 
+    /// The system's id of the driver's own thread, once it has started (0 for a dispatch driver,
+    /// whose source runs on whichever thread its queue gets).
+    let driverThreadID = Atomic<UInt64>(0)
+
+    /// Called by a driver from its own thread when that thread starts.
+    func driverThreadStarted() {
+        driverThreadID.store(ctk_current_thread_id(), ordering: .releasing)
+    }
+
     /// The current instant on this engine's clock, in nanoseconds.
     func now() -> Int64 {
         isVirtual ? state.withLock { $0.virtualNow } : SystemClock.now(kind)
@@ -111,13 +127,34 @@ final class TimerEngine: @unchecked Sendable {
     /// Puts a timer in the store under its next deadline. Called under the lock, for a timer that is
     /// active, not suspended, not running and not stored.
     func insert(_ timer: ScheduledTimer, _ state: inout State) {
-        // A virtual clock fires at the deadline itself; a real one may use the tolerance window to
-        // serve several timers with one wake-up (C3).
         let index = state.store.insert(
-            .timer(timer), deadline: timer.machine.nextDeadline, slack: isVirtual ? 0 : timer.toleranceNanoseconds,
+            .timer(timer), deadline: timer.machine.nextDeadline, slack: aimedSlack(timer.toleranceNanoseconds, state),
             sequence: UInt32(truncatingIfNeeded: timer.id))
         timer.storeSlot = index
         armIfEarlier(state.store.key(at: index), &state)
+    }
+
+    /// How far into a tolerance window the engine aims (C3): the window less what it keeps back for
+    /// its own wake-up latency — twice the decaying maximum it measured, and at least 50 µs — so
+    /// that a fire lands inside the window, not just after its end. A virtual clock fires at the
+    /// deadline itself. Windows still overlap and share wake-ups: the store takes every entry whose
+    /// deadline has come at a wake-up.
+    @inline(__always)
+    private func aimedSlack(_ tolerance: Int64, _ state: State) -> Int64 {
+        guard tolerance > 0, !isVirtual else { return 0 }
+        return max(0, tolerance - (2 * state.wakeUpLatency + 50_000))
+    }
+
+    /// Learns how late the driver woke after the instant it was armed for (C3).
+    @inline(__always)
+    private func recordWakeUp(now: Int64, _ state: inout State) {
+        let armed = state.armedDeadline
+        // An engine armed for 1 was asked to wake at once (a yield, a shutdown), not for a deadline.
+        guard armed > 1, armed != .max, now >= armed else { return }
+        // Capped, so that waking from a machine's sleep does not make the engine distrust its
+        // windows for long; the estimate decays by 1/16 per wake-up.
+        let sample = min(now - armed, 50_000_000)
+        state.wakeUpLatency = max(sample, state.wakeUpLatency - state.wakeUpLatency >> 4)
     }
 
     /// Arms the driver for `key` if it comes before the instant it is armed for.
@@ -146,25 +183,72 @@ final class TimerEngine: @unchecked Sendable {
             guard !state.isShutDown else { throw .clockShutDown }
             let sequence = UInt32(truncatingIfNeeded: state.nextTimerID)
             state.nextTimerID &+= 1
-            let index = state.store.insert(pending.take()!, deadline: deadline, slack: isVirtual ? 0 : slack, sequence: sequence)
+            let index = state.store.insert(pending.take()!, deadline: deadline, slack: aimedSlack(slack, state), sequence: sequence)
             armIfEarlier(state.store.key(at: index), &state)
             return (index, sequence)
         }
     }
 
-    /// Cancels a pending callback; `false` if it already started, was cancelled, or its clock shut
-    /// down. Its closure is released before this returns, outside the lock.
+    /// Cancels a callback whose run has not begun — waiting for its deadline, or due and on its way
+    /// to its target (C8); `false` if its run has begun, it was cancelled, or its clock shut down.
+    /// Its closure is released before this returns, outside the lock.
     func cancel(_ index: Int32, sequence: UInt32) -> Bool {
-        let work = state.withLock { state -> TimerWork? in
-            guard state.store.holdsCallback(index, sequence: sequence) else { return nil }
-            return state.store.remove(index)
-        }
-        return work != nil
+        let body = state.withLock { $0.store.cancelCallback(index, sequence: sequence) }
+        return body != nil
     }
 
-    /// Whether a callback is still waiting for its deadline.
+    /// Whether a callback's run has not begun and still can.
     func isPending(_ index: Int32, sequence: UInt32) -> Bool {
-        state.withLock { $0.store.holdsCallback(index, sequence: sequence) }
+        state.withLock { $0.store.callbackState(index, sequence: sequence) == .pending }
+    }
+
+    /// Returns once the callback's run, if one is under way, has returned.
+    func waitForRun(ofCallback index: Int32, sequence: UInt32) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waits = state.withLock { state -> Bool in
+                guard state.store.callbackState(index, sequence: sequence) == .running else { return false }
+                state.callbackWaiters[index, default: []].append(continuation)
+                return true
+            }
+            if !waits { continuation.resume() }
+        }
+    }
+
+    /// Frees the entry of a callback whose delivery is over, and resumes whoever waits for it.
+    private func release(_ index: Int32) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
+            state.store.releaseDelivered(index)
+            return state.callbackWaiters.isEmpty ? nil : state.callbackWaiters.removeValue(forKey: index)
+        }
+        for waiter in waiters ?? [] { waiter.resume() }
+    }
+
+    /// Frees the entries of callbacks whose delivery is over, and resumes whoever waits for them.
+    private func release(_ indices: [Int32]) {
+        guard !indices.isEmpty else { return }
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            for index in indices { state.store.releaseDelivered(index) }
+            guard !state.callbackWaiters.isEmpty else { return [] }
+            return indices.flatMap { state.callbackWaiters.removeValue(forKey: $0) ?? [] }
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Runs a due callback if it can still be claimed, then frees its entry. Returns the number of
+    /// runs (0 or 1).
+    @discardableResult
+    private func runAndRelease(_ ticket: CallbackTicket) -> Int {
+        let ran = Self.run(ticket)
+        release(ticket.index)
+        return ran
+    }
+
+    /// Claims a due callback and runs it; its closure is released when the run returns.
+    @inline(__always) @discardableResult
+    private static func run(_ ticket: CallbackTicket) -> Int {
+        guard let body = ticket.claim() else { return 0 }
+        body()
+        return 1
     }
 
     /// Registers a new timer: gives it its creation number and, unless it starts suspended, stores
@@ -211,10 +295,13 @@ final class TimerEngine: @unchecked Sendable {
             let now = SystemClock.now(kind)
             let (keepRunning, again) = state.withLock { state -> (Bool, Bool) in
                 guard !state.isShutDown else { return (false, false) }
-                if pass == 0 { state.wakeUps += 1 }
+                if pass == 0 {
+                    state.wakeUps += 1
+                    recordWakeUp(now: now, &state)
+                }
                 for timer in state.ready { due.append(.timer(timer)) }
                 state.ready.removeAll(keepingCapacity: true)
-                while let (work, _) = state.store.removeFirst(dueBy: now) {
+                while let (work, _) = state.store.takeFirst(dueBy: now) {
                     if case .timer(let timer) = work {
                         timer.storeSlot = -1
                         timer.machine.isRunning = true
@@ -241,19 +328,24 @@ final class TimerEngine: @unchecked Sendable {
 
     /// Hands due work to its delivery targets: engine-thread work runs here, in order; work for a
     /// queue goes there in one hop per queue.
-    private func deliver(_ due: [TimerWork]) {
+    private func deliver(_ due: [TimerStore.DueWork]) {
         guard !due.isEmpty else { return }
         if due.count == 1 {
             deliver(due[0])
             return
         }
-        var byQueue: [ObjectIdentifier: (queue: DispatchQueue, works: [TimerWork])] = [:]
+        var byQueue: [ObjectIdentifier: (queue: DispatchQueue, works: [TimerStore.DueWork])] = [:]
+        var finished = finishedBuffer
+        finishedBuffer = []
         for work in due {
             switch work {
-            case .callback(let body):
-                body()
-            case .queued(let queued):
-                byQueue[ObjectIdentifier(queued.queue), default: (queued.queue, [])].works.append(work)
+            case .callback(let ticket):
+                if let queue = ticket.queue {
+                    byQueue[ObjectIdentifier(queue), default: (queue, [])].works.append(work)
+                } else {
+                    Self.run(ticket)
+                    finished.append(ticket.index)
+                }
             case .timer(let timer):
                 switch timer.delivery.target {
                 case .engineThread:
@@ -261,19 +353,24 @@ final class TimerEngine: @unchecked Sendable {
                 case .queue(let queue):
                     byQueue[ObjectIdentifier(queue), default: (queue, [])].works.append(work)
                 }
-            case .none:
-                break
             }
         }
+        release(finished)
+        finished.removeAll(keepingCapacity: true)
+        finishedBuffer = finished
         for (queue, works) in byQueue.values {
             queue.async {
+                var finished: [Int32] = []
                 for work in works {
                     switch work {
-                    case .timer(let timer): self.drain(timer)
-                    case .queued(let queued): queued.work()
-                    case .callback, .none: break
+                    case .timer(let timer):
+                        self.drain(timer)
+                    case .callback(let ticket):
+                        Self.run(ticket)
+                        finished.append(ticket.index)
                     }
                 }
+                self.release(finished)
             }
         }
     }
@@ -281,22 +378,17 @@ final class TimerEngine: @unchecked Sendable {
     /// Hands one piece of due work to its delivery target; on a virtual clock it runs before this
     /// returns. Returns the number of runs made before it returned.
     @discardableResult
-    private func deliver(_ work: TimerWork) -> Int {
+    private func deliver(_ work: TimerStore.DueWork) -> Int {
         switch work {
         case .timer(let timer):
             return deliver(timer)
-        case .callback(let body):
-            body()
-            return 1
-        case .queued(let queued):
+        case .callback(let ticket):
+            guard let queue = ticket.queue else { return runAndRelease(ticket) }
             guard isVirtual else {
-                queued.queue.async(execute: queued.work)
+                queue.async { self.runAndRelease(ticket) }
                 return 0
             }
-            runNow(on: queued.queue) { queued.work() }
-            return 1
-        case .none:
-            return 0
+            return runNow(on: queue) { runAndRelease(ticket) }
         }
     }
 
@@ -339,16 +431,32 @@ final class TimerEngine: @unchecked Sendable {
                 if runs >= Self.runBudget && !isVirtual && timer.hasWorkNow(now) {
                     return yieldTurn(timer, &state)
                 }
-                return timer.nextStep(now: now, &state)
+                let step = timer.nextStep(now: now, &state)
+                switch step {
+                case .run, .runFinal: timer.runDecided()
+                case .stop, .yield, .stopInvalidated: break
+                }
+                return step
             }
             switch step {
             case .run(let handler, let fire):
-                runs += 1
-                handler(timer, fire)
+                if timer.beginRun() {
+                    runs += 1
+                    handler(timer, fire)
+                    timer.endRun()
+                } else {
+                    state.withLock { _ in timer.abandonRun() }
+                }
             case .runFinal(let handler, let fire, let onInvalidate):
-                handler(timer, fire)
+                if timer.beginRun() {
+                    runs += 1
+                    handler(timer, fire)
+                    timer.endRun()
+                } else {
+                    state.withLock { _ in timer.abandonRun() }
+                }
                 onInvalidate?()
-                return runs + 1
+                return runs
             case .stop:
                 return runs
             case .yield:
@@ -380,18 +488,23 @@ final class TimerEngine: @unchecked Sendable {
     /// Moves a virtual clock to `target`, firing every timer due on the way in (deadline, creation)
     /// order, with the clock set to each deadline before its timer fires. Never moves backwards.
     /// Returns the number of handler runs.
+    ///
+    /// With `jumping`, the clock is set to `target` first, as if nothing could run on the way (a
+    /// machine asleep, a blocked thread): each due timer then fires once at `target`, and its
+    /// missed-deadline policy decides what the deadlines it missed mean (C5).
     @discardableResult
-    func advance(to target: Int64, maxFires: Int = .max) -> Int {
+    func advance(to target: Int64, maxFires: Int = .max, jumping: Bool = false) -> Int {
         precondition(isVirtual, "TimerEngine.advance(to:): only a virtual clock can be advanced")
         state.withLock { state in
             precondition(!state.isAdvancing, "VirtualClock: advance was called from a timer handler while the clock was already advancing")
             state.isAdvancing = true
+            if jumping { state.virtualNow = max(state.virtualNow, target) }
         }
         defer { state.withLock { $0.isAdvancing = false } }
         var fires = 0
         while fires < maxFires {
-            let next = state.withLock { state -> TimerWork? in
-                guard let (work, deadline) = state.store.removeFirst(dueBy: target) else { return nil }
+            let next = state.withLock { state -> TimerStore.DueWork? in
+                guard let (work, deadline) = state.store.takeFirst(dueBy: target) else { return nil }
                 state.virtualNow = max(state.virtualNow, deadline)
                 state.wakeUps += 1
                 if case .timer(let timer) = work {

@@ -1,3 +1,4 @@
+import CTimerKitShims
 import Dispatch
 
 /// What an entry of the store runs when its deadline comes.
@@ -24,6 +25,57 @@ final class QueuedCallback: Sendable {
     }
 }
 
+/// A due callback on its way to its run: its entry stays allocated, in the ``TimerEntry/delivering``
+/// state, until whoever delivers it has claimed it (or found it withdrawn) and released the entry
+/// under the engine lock. So `cancel()` can stop a callback up to the instant its run begins (C8).
+///
+/// Sendable by construction: the entry cannot be freed or reused before the ticket's holder releases
+/// it, and the only fields touched outside the lock are the delivery state (atomically) and, by the
+/// winner of the compare-exchange alone, the closure.
+struct CallbackTicket: @unchecked Sendable {
+    let index: Int32
+    let entry: UnsafeMutablePointer<TimerEntry>
+    /// The queue it runs on, or `nil` for the engine thread.
+    let queue: DispatchQueue?
+
+    /// Claims the run: returns the closure, or `nil` when the callback was withdrawn first. The
+    /// compare-exchange is the instant the run begins; nothing that can block or wake another thread
+    /// lies between it and the call.
+    func claim() -> (@Sendable () -> Void)? {
+        guard ctk_compare_exchange_i32(entry.pointer(to: \.place)!, TimerEntry.delivering, TimerEntry.claimed) else {
+            return nil
+        }
+        return Self.takeClosure(entry)
+    }
+
+    /// Withdraws a callback that is being delivered but whose run has not begun; returns its
+    /// closure (to be released by the caller), or `nil` if its run has begun.
+    static func withdraw(_ entry: UnsafeMutablePointer<TimerEntry>) -> (@Sendable () -> Void)? {
+        guard ctk_compare_exchange_i32(entry.pointer(to: \.place)!, TimerEntry.delivering, TimerEntry.withdrawn) else {
+            return nil
+        }
+        return takeClosure(entry)
+    }
+
+    /// Moves the closure out of the entry, leaving `.none`. Only the winner of the compare-exchange
+    /// calls this, so nobody else touches the field meanwhile.
+    private static func takeClosure(_ entry: UnsafeMutablePointer<TimerEntry>) -> (@Sendable () -> Void)? {
+        let slot = entry.pointer(to: \.work)!
+        let work = slot.move()
+        slot.initialize(to: .none)
+        switch work {
+        case .callback(let body): return body
+        case .queued(let queued): return queued.work
+        case .timer, .none: preconditionFailure("CallbackTicket: the entry holds no callback")
+        }
+    }
+
+    /// The entry's delivery state, read atomically.
+    static func place(of entry: UnsafeMutablePointer<TimerEntry>) -> Int32 {
+        ctk_load_i32(entry.pointer(to: \.place)!)
+    }
+}
+
 /// One pending deadline: 48 bytes, kept in pages of the store's slab.
 ///
 /// The fields are ordered so that the 4-byte ones fill the padding after the 17-byte `work`.
@@ -38,7 +90,9 @@ struct TimerEntry {
     /// The previous entry in the same wheel bucket; -1 for none.
     var previous: Int32
     /// Where the entry is: ≥ 0 its index in the near heap, ``TimerEntry/unplaced`` when free,
-    /// and `-2 - b` when in wheel bucket `b`.
+    /// `-2 - b` when in wheel bucket `b`, and one of the delivery states (``delivering``,
+    /// ``claimed``, ``withdrawn``) for a callback taken out of the store for its run. A delivery
+    /// state is changed with atomic operations (``CallbackTicket``), also outside the engine lock.
     var place: Int32
     /// `key - deadline`: the tolerance the store orders by, at most `UInt32.max` nanoseconds (a
     /// longer tolerance is narrowed to 4.29 s, which C3 allows: a narrower window is still kept).
@@ -52,6 +106,16 @@ struct TimerEntry {
     var key: Int64 { deadline &+ Int64(slack) }
 
     static let unplaced: Int32 = -1
+    /// A due callback handed to its delivery target; it can still be cancelled.
+    static let delivering = Int32.min
+    /// A callback whose run has begun (C8: from here on, `cancel()` cannot stop it).
+    static let claimed = Int32.min + 1
+    /// A due callback that `cancel()` or a shutdown stopped before its run began.
+    static let withdrawn = Int32.min + 2
+
+    /// Whether `place` says the entry is in the heap or the wheel.
+    @inline(__always)
+    static func isStored(_ place: Int32) -> Bool { place >= 0 || (place <= -2 && place > withdrawn) }
 
     static let free = TimerEntry(work: .none, sequence: 0, next: -1, previous: -1, place: unplaced, slack: 0, deadline: 0)
 }
@@ -145,8 +209,8 @@ struct TimerSlab {
         freeHead = -1
     }
 
-    /// The indices of the entries in use.
+    /// The indices of the entries in use (stored, or a callback being delivered).
     func indicesInUse() -> [Int32] {
-        (0..<Int32(highWater)).filter { self[$0].pointee.place != TimerEntry.unplaced }
+        (0..<Int32(highWater)).filter { CallbackTicket.place(of: self[$0]) != TimerEntry.unplaced }
     }
 }

@@ -35,7 +35,12 @@ final class TimerFDDriver: EngineDriver, @unchecked Sendable {
         let fd = self.fd
         let name = self.name
         let thread = Thread {
-            Thread.current.name = name
+            // Named from inside the thread, by the system call: Foundation's `Thread.name` reaches the
+            // system only when it is set after `start()` has returned to the creating thread, and a
+            // new Linux thread otherwise keeps the name of the thread that created it (a dispatch
+            // worker's, for the shared clocks, which are made lazily from whatever thread asks).
+            name.withCString { ctk_set_current_thread_name($0) }
+            engine.driverThreadStarted()
             ctk_set_precise_timer_slack()
             while engine.serviceDueTimers() {
                 if ctk_timerfd_wait(fd) < 0 {
@@ -44,6 +49,7 @@ final class TimerFDDriver: EngineDriver, @unchecked Sendable {
             }
             close(fd)
         }
+        thread.name = name
         thread.qualityOfService = .userInteractive
         thread.start()
     }

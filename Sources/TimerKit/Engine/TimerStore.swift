@@ -1,3 +1,5 @@
+import Dispatch
+
 /// The data structure that holds an engine's pending deadlines (C16): an exact 4-ary heap for the
 /// next few seconds behind a hierarchical timing wheel for everything later.
 ///
@@ -40,6 +42,22 @@
 /// With ``Layout/heap`` the wheel is off and every entry goes into the heap (O(log n)); the
 /// benchmark races the two layouts.
 struct TimerStore {
+    /// Where a scheduled callback stands.
+    enum CallbackState {
+        /// Waiting for its deadline, or due and on its way to its run: it can still be cancelled.
+        case pending
+        /// Its run has begun and not yet ended.
+        case running
+        /// It ran, was cancelled, or the handle names an entry that has moved on.
+        case gone
+    }
+
+    /// What ``takeFirst(dueBy:)`` hands out.
+    enum DueWork: Sendable {
+        case timer(ScheduledTimer)
+        case callback(CallbackTicket)
+    }
+
     /// Which structure holds the far future.
     enum Layout: Sendable {
         /// The timing wheel in front of the near heap (the default).
@@ -112,16 +130,45 @@ struct TimerStore {
     @inline(__always)
     func key(at index: Int32) -> Int64 { slab[index].pointee.key }
 
-    /// Whether `index` holds a pending callback created with `sequence` (not a timer, and not a
-    /// later tenant of the same entry).
-    func holdsCallback(_ index: Int32, sequence: UInt32) -> Bool {
-        guard index >= 0, slab.isAllocated(index) else { return false }
+    /// Where the callback created with `sequence` at `index` stands (a timer's entry, or a later
+    /// tenant of the same entry, is ``CallbackState/gone``).
+    func callbackState(_ index: Int32, sequence: UInt32) -> CallbackState {
+        guard index >= 0, slab.isAllocated(index) else { return .gone }
         let entry = slab[index]
-        guard entry.pointee.place != TimerEntry.unplaced, entry.pointee.sequence == sequence else { return false }
-        switch entry.pointee.work {
-        case .callback, .queued: return true
-        case .timer, .none: return false
+        guard entry.pointee.sequence == sequence else { return .gone }
+        let place = CallbackTicket.place(of: entry)
+        switch place {
+        case TimerEntry.delivering: return .pending
+        case TimerEntry.claimed: return .running
+        case TimerEntry.withdrawn, TimerEntry.unplaced: return .gone
+        default:
+            switch entry.pointee.work {
+            case .callback, .queued: return .pending
+            case .timer, .none: return .gone
+            }
         }
+    }
+
+    /// Cancels the callback created with `sequence` at `index` if its run has not begun: takes it
+    /// out of the store, or withdraws it from its delivery. Returns its closure, for the caller to
+    /// release outside the lock, or `nil` when there was nothing to cancel.
+    mutating func cancelCallback(_ index: Int32, sequence: UInt32) -> (@Sendable () -> Void)? {
+        guard callbackState(index, sequence: sequence) == .pending else { return nil }
+        let entry = slab[index]
+        if CallbackTicket.place(of: entry) == TimerEntry.delivering {
+            return CallbackTicket.withdraw(entry)
+        }
+        switch remove(index) {
+        case .callback(let body): return body
+        case .queued(let queued): return queued.work
+        case .timer, .none: return nil
+        }
+    }
+
+    /// Frees the entry of a callback taken out with ``takeFirst(dueBy:)`` once its delivery is over
+    /// (it ran, or was withdrawn).
+    mutating func releaseDelivered(_ index: Int32) {
+        _ = slab.free(index)
     }
 
     // MARK: Inserting and removing
@@ -152,12 +199,38 @@ struct TimerStore {
     /// Removes and returns the first entry, in (key, creation) order, if its deadline has come by
     /// `now`. `Int64.max` is the end of time: a deadline there never comes (C17).
     mutating func removeFirst(dueBy now: Int64) -> (work: TimerWork, deadline: Int64)? {
+        guard let (index, deadline) = popFirst(dueBy: now) else { return nil }
+        return (slab.free(index), deadline)
+    }
+
+    /// Takes out the first entry, in (key, creation) order, if its deadline has come by `now`, for
+    /// delivery: a timer's entry is freed, a callback's stays allocated in the
+    /// ``TimerEntry/delivering`` state until ``releaseDelivered(_:)``, so that it can be cancelled
+    /// until its run begins (C8).
+    mutating func takeFirst(dueBy now: Int64) -> (due: DueWork, deadline: Int64)? {
+        guard let (index, deadline) = popFirst(dueBy: now) else { return nil }
+        let entry = slab[index]
+        let queue: DispatchQueue?
+        switch entry.pointee.work {
+        case .timer:
+            guard case .timer(let timer) = slab.free(index) else { preconditionFailure() }
+            return (.timer(timer), deadline)
+        case .callback: queue = nil
+        case .queued(let queued): queue = queued.queue
+        case .none: preconditionFailure("TimerStore: a free entry was stored")
+        }
+        entry.pointee.place = TimerEntry.delivering
+        return (.callback(CallbackTicket(index: index, entry: entry, queue: queue)), deadline)
+    }
+
+    /// Unplaces the first entry if its deadline has come by `now`; it stays allocated.
+    private mutating func popFirst(dueBy now: Int64) -> (index: Int32, deadline: Int64)? {
         while true {
             if let top = heap.first {
                 let deadline = slab[top].pointee.deadline
                 guard deadline <= now && deadline != .max else { return nil }
                 heapRemove(at: 0)
-                return (slab.free(top), deadline)
+                return (top, deadline)
             }
             // Open the first bucket if it is near, or if something in it may be due already: then
             // the wheel pops exactly what the heap alone would.
@@ -192,10 +265,19 @@ struct TimerStore {
         return heap.first.map { slab[$0].pointee.deadline }
     }
 
-    /// Removes every entry and returns what they held.
+    /// Removes every stored entry and withdraws every callback being delivered whose run has not
+    /// begun; returns what they held (the withdrawn entries stay allocated until their deliverer
+    /// releases them).
     mutating func removeAll() -> [TimerWork] {
-        let indices = slab.indicesInUse()
-        let works = indices.map { slab.free($0) }
+        var works: [TimerWork] = []
+        for index in slab.indicesInUse() {
+            let entry = slab[index]
+            if TimerEntry.isStored(CallbackTicket.place(of: entry)) {
+                works.append(slab.free(index))
+            } else if let body = CallbackTicket.withdraw(entry) {
+                works.append(.callback(body))
+            }
+        }
         heap = []
         for level in 0..<Self.levelCount { bitmaps[level] = 0 }
         for bucket in 0..<Wheel.bucketCount {

@@ -19,8 +19,9 @@
 /// - C1: it runs on the clock it was scheduled on; C2: never before its deadline; C3: within its
 ///   tolerance, which the engine uses to share wake-ups;
 /// - C6: it runs once; inside its closure ``isPending`` is already `false`;
-/// - C8: ``cancel()`` is idempotent, safe from any thread, and releases the closure (and all it
-///   captured) before it returns;
+/// - C8: ``cancel()`` is idempotent, safe from any thread, stops the callback up to the instant its
+///   run begins (also once it is due and on its way to its queue), and releases the closure (and
+///   all it captured) before it returns; ``cancelAndWait()`` also waits for a run under way;
 /// - C12: dropping the handle does not cancel it; the engine holds the closure until it runs;
 /// - C13: the handle is a value, safe to copy and use from any thread;
 /// - C15: the closure runs on the engine thread or on a queue;
@@ -41,19 +42,37 @@ public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
     /// The clock the callback was scheduled on.
     public var clock: TimerClock { TimerClock(engine: engine) }
 
-    /// Whether the callback is still waiting for its deadline: `false` once it has started to run
-    /// (also inside the closure), once it was cancelled, and once its clock was shut down.
+    /// Whether the callback's run has not begun and still can: `true` while it waits for its
+    /// deadline and while it is due and on its way to its delivery target; `false` once its run has
+    /// begun (also inside the closure), once it was cancelled, and once its clock was shut down.
     public var isPending: Bool { engine.isPending(index, sequence: sequence) }
 
-    /// Cancels the callback if it has not started to run (C8).
+    /// Cancels the callback if its run has not begun (C8).
     ///
-    /// Idempotent and safe from any thread. When it returns `true`, the closure will never run and
-    /// it, with everything it captured, has been released.
+    /// Idempotent and safe from any thread. A callback can be cancelled until its run begins: while
+    /// it waits for its deadline, and also once it is due and handed to its queue. A run begins at
+    /// one atomic step the delivering thread takes immediately before it calls the closure.
     ///
-    /// - Returns: `true` if this call cancelled the callback; `false` if it had already started to
-    ///   run, was cancelled before, or its clock was shut down.
+    /// When it returns `true`, the closure will never run and it, with everything it captured, has
+    /// been released. When it returns `false`, the closure ran, is running (see
+    /// ``cancelAndWait()``), was cancelled before, or its clock was shut down.
+    ///
+    /// - Returns: `true` if this call cancelled the callback.
     @discardableResult
     public func cancel() -> Bool { engine.cancel(index, sequence: sequence) }
+
+    /// Cancels the callback if its run has not begun (``cancel()``); otherwise waits until a run
+    /// under way has returned (C8). When this returns, the closure is not running and never will.
+    ///
+    /// Called from a task that the closure itself waits for, this never returns.
+    ///
+    /// - Returns: `true` if this call cancelled the callback before its run began.
+    @discardableResult
+    public func cancelAndWait() async -> Bool {
+        if cancel() { return true }
+        await engine.waitForRun(ofCallback: index, sequence: sequence)
+        return false
+    }
 
     public static func == (lhs: ScheduledCallback, rhs: ScheduledCallback) -> Bool {
         lhs.engine === rhs.engine && lhs.index == rhs.index && lhs.sequence == rhs.sequence

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 /// A timer that cannot leak, needs no run loop, and keeps NSTimer's exact semantics where they are
 /// right: fires on a fixed grid with no drift, a tolerance window, and coalesced missed deadlines.
@@ -62,6 +63,27 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
     /// iterated), so that no lifetime warning is printed.
     var releasesSilentlyWhenSuspended = false
+    /// Tasks waiting in ``invalidateAndWait()`` for the run under way to return.
+    var runWaiters: [CheckedContinuation<Void, Never>] = []
+
+    /// Where the run the engine decided on stands (C8): ``RunGate``. Changed under the engine lock,
+    /// except for the two steps the running thread takes on its own — `decided → entered` right
+    /// before the handler is called, `entered → idle` right after it returns — which are atomic.
+    let runGate = Atomic<UInt8>(RunGate.idle)
+    /// Whether ``runWaiters`` may be non-empty: read by the running thread without the lock.
+    let hasRunWaiters = Atomic<Bool>(false)
+
+    /// The states of ``runGate``.
+    enum RunGate {
+        /// No run decided or under way.
+        static let idle: UInt8 = 0
+        /// The engine decided on a run, under its lock; the handler has not been called.
+        static let decided: UInt8 = 1
+        /// The run has begun: the handler is being called or running.
+        static let entered: UInt8 = 2
+        /// `invalidate()` stopped the decided run before it began.
+        static let cancelled: UInt8 = 3
+    }
 
     init(
         engine: TimerEngine,
@@ -172,9 +194,14 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Stops the timer for good (C8).
     ///
     /// Idempotent and safe from any thread, including from inside the timer's own handler, where it
-    /// returns at once. Once it returns, no new run of the handler starts; a run already under way
-    /// on another thread may finish. The handler, and everything it captured, is released before
-    /// this returns, or — if a run is under way — when that run returns.
+    /// returns at once. Once it returns, no new run of the handler starts: a run that was due, or
+    /// handed to the delivery queue, but has not begun never begins. A run already under way on
+    /// another thread may finish; ``invalidateAndWait()`` waits for it. The handler, and everything
+    /// it captured, is released before this returns, or — if a run is under way — when that run
+    /// returns.
+    ///
+    /// A run *begins* at one atomic step the delivering thread takes immediately before it calls the
+    /// handler; nothing between that step and the call can block, take a lock or wake a thread.
     public func invalidate() {
         let (released, onInvalidate) = engine.state.withLock { state in
             engine.removeIfStored(self, &state)
@@ -183,6 +210,31 @@ public final class ScheduledTimer: @unchecked Sendable {
         }
         _ = released
         onInvalidate?()
+    }
+
+    /// Invalidates the timer (``invalidate()``), then waits until no run of its handler is under way
+    /// (C8): when this returns, the handler is not running and will never run again, so what it uses
+    /// can be torn down.
+    ///
+    /// Called from a task that the handler itself waits for, this never returns: the run it waits
+    /// for cannot end.
+    public func invalidateAndWait() async {
+        invalidate()
+        guard runGate.load(ordering: .sequentiallyConsistent) == RunGate.entered else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let waits = engine.state.withLock { _ -> Bool in
+                // Announce the waiter, then look: the running thread ends the run, then looks for
+                // waiters, so one of the two sees the other.
+                hasRunWaiters.store(true, ordering: .sequentiallyConsistent)
+                guard runGate.load(ordering: .sequentiallyConsistent) == RunGate.entered else {
+                    if runWaiters.isEmpty { hasRunWaiters.store(false, ordering: .sequentiallyConsistent) }
+                    return false
+                }
+                runWaiters.append(continuation)
+                return true
+            }
+            if !waits { continuation.resume() }
+        }
     }
 
     /// Stops firing until ``resume()`` (C9). Idempotent and never counted: two suspends and one
@@ -240,6 +292,7 @@ public final class ScheduledTimer: @unchecked Sendable {
             machine.interval = newInterval
             machine.burst = nil
             machine.missedWhileSuspended = false
+            machine.skippedDeadlines = 0
             engine.removeIfStored(self, &state)
             if !machine.isSuspended && !machine.isRunning { engine.insert(self, &state) }
         }
@@ -247,8 +300,10 @@ public final class ScheduledTimer: @unchecked Sendable {
 
     // MARK: The state machine (called under the engine lock)
 
-    /// Makes the timer invalid; returns what must be released and notified after the lock is let go.
+    /// Makes the timer invalid, and stops a run that was decided but has not begun (C8, also for a
+    /// one-shot's final run); returns what must be released and notified after the lock is let go.
     func invalidateLocked() -> (Handler?, (@Sendable () -> Void)?) {
+        _ = runGate.compareExchange(expected: RunGate.decided, desired: RunGate.cancelled, ordering: .sequentiallyConsistent)
         guard machine.lifecycle == .active else { return (nil, nil) }
         machine.lifecycle = .invalid
         machine.hasPendingManualFire = false
@@ -258,6 +313,41 @@ public final class ScheduledTimer: @unchecked Sendable {
         let hook = onInvalidate
         onInvalidate = nil
         return (released, hook)
+    }
+
+    // MARK: The run gate (C8)
+
+    /// Marks the run just decided on. Under the engine lock.
+    @inline(__always)
+    func runDecided() {
+        runGate.store(RunGate.decided, ordering: .sequentiallyConsistent)
+    }
+
+    /// Begins the decided run, unless `invalidate()` stopped it first. Called by the delivering
+    /// thread, without the lock, immediately before it calls the handler.
+    @inline(__always)
+    func beginRun() -> Bool {
+        runGate.compareExchange(expected: RunGate.decided, desired: RunGate.entered, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    /// Ends a run that began; resumes the tasks waiting for it. Called by the delivering thread,
+    /// without the lock, right after the handler returns.
+    @inline(__always)
+    func endRun() {
+        runGate.store(RunGate.idle, ordering: .sequentiallyConsistent)
+        guard hasRunWaiters.load(ordering: .sequentiallyConsistent) else { return }
+        let waiters = engine.state.withLock { _ -> [CheckedContinuation<Void, Never>] in
+            hasRunWaiters.store(false, ordering: .sequentiallyConsistent)
+            defer { runWaiters = [] }
+            return runWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    /// Forgets a decided run that `invalidate()` stopped before it began. Under the engine lock.
+    func abandonRun() {
+        runGate.store(RunGate.idle, ordering: .sequentiallyConsistent)
+        machine.fireCount -= 1
     }
 
     /// Whether the running delivery would run the handler again right now.
@@ -321,6 +411,7 @@ public final class ScheduledTimer: @unchecked Sendable {
                 scheduledDeadline: TimerInstant(kind: kind, nanoseconds: deadline),
                 firedAt: TimerInstant(kind: kind, nanoseconds: now),
                 deadlineCount: 1,
+                skippedDeadlineCount: 0,
                 sequenceNumber: machine.fireCount)
             let (_, hook) = invalidateLocked()
             machine.isRunning = false
@@ -334,23 +425,34 @@ public final class ScheduledTimer: @unchecked Sendable {
         let due = behind / UInt64(interval) + 1
         let latestDue = now &- Int64(behind % UInt64(interval))
         machine.nextDeadline = latestDue.addingSaturating(interval)
-        let missed = due > 1 || machine.missedWhileSuspended
+        let missedWhileSuspended = machine.missedWhileSuspended
         machine.missedWhileSuspended = false
         let count = Int(clamping: due)
         func fire(_ scheduled: Int64, _ count: Int) -> Step {
             machine.fireCount += 1
+            let skipped = machine.skippedDeadlines
+            machine.skippedDeadlines = 0
             return .run(handler, TimerFire(
                 scheduledDeadline: TimerInstant(kind: kind, nanoseconds: scheduled),
                 firedAt: TimerInstant(kind: kind, nanoseconds: now),
                 deadlineCount: count,
+                skippedDeadlineCount: skipped,
                 sequenceNumber: machine.fireCount))
         }
-        guard missed else { return fire(deadline, 1) }
+        // A deadline is missed when its successor has come too, or when it passed while the timer
+        // was suspended; the latest due deadline is otherwise merely late, and fires (C5).
+        guard due > 1 || missedWhileSuspended else { return fire(deadline, 1) }
         switch missedDeadlinePolicy {
         case .coalesce:
             return fire(deadline, count)
         case .skip:
-            return nextStep(now: now, &state)
+            if missedWhileSuspended {
+                // Every due deadline was missed: nothing fires now; the next fire reports them.
+                machine.skippedDeadlines += count
+                return nextStep(now: now, &state)
+            }
+            machine.skippedDeadlines += count - 1
+            return fire(latestDue, 1)
         case .burst(let maxFires):
             let fires = min(count, maxFires)
             if fires > 1 {

@@ -20,6 +20,9 @@ struct TimerStateMachine {
     var interval: Int64
     /// Whether `nextDeadline` passed while the timer was suspended: then it counts as missed (C5, C9).
     var missedWhileSuspended = false
+    /// Grid deadlines that passed without a run of their own under ``MissedDeadlinePolicy/skip``
+    /// since the last fire; the next fire reports them (C5).
+    var skippedDeadlines = 0
     /// Whether a run requested by `fire()` has not started yet (further requests merge into it).
     var hasPendingManualFire = false
     /// The rest of a burst of missed deadlines being fired back to back.
