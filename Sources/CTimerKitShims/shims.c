@@ -62,6 +62,21 @@ int64_t ctk_clock_now(int kind) {
 }
 #endif
 
+void ctk_sleep_until(int kind, int64_t deadline) {
+#if defined(__linux__)
+    prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
+    struct timespec ts = { (time_t)(deadline / 1000000000LL), (long)(deadline % 1000000000LL) };
+    while (clock_nanosleep(ctk_clock_id(kind), TIMER_ABSTIME, &ts, NULL) == EINTR) {}
+#else
+    int64_t now = ctk_clock_now(kind);
+    if (deadline > now) {
+        int64_t delay = deadline - now;
+        struct timespec ts = { (time_t)(delay / 1000000000LL), (long)(delay % 1000000000LL) };
+        nanosleep(&ts, NULL);
+    }
+#endif
+}
+
 #if defined(__linux__)
 int ctk_timerfd_create(int kind) {
     return timerfd_create(ctk_clock_id(kind), TFD_CLOEXEC);

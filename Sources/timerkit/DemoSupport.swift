@@ -13,7 +13,7 @@ final class Screen: @unchecked Sendable {
 
     init(deinits: Counted) throws {
         self.deinits = deinits
-        let timer = try ScheduledTimer.repeating(every: .milliseconds(25), owner: self) { screen, _ in screen.tick() }
+        let timer = try ScheduledTimer.repeating(every: .milliseconds(25), owner: self) { screen, _, _ in screen.tick() }
         lock.withLock { storedTimer = timer }
     }
 
@@ -45,6 +45,8 @@ final class DemoReport: @unchecked Sendable {
     var failed: Int { lock.withLock { counts.failed } }
 
     func section(_ title: String) { print("\n\(title)") }
+
+    func note(_ line: String) { print("  \(line)") }
 
     func detail(_ line: String) { if verbose { print("    \(line)") } }
 

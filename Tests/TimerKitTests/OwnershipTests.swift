@@ -19,7 +19,7 @@ struct OwnershipTests {
 
         init(deinits: Counter) throws {
             self.deinits = deinits
-            let timer = try ScheduledTimer.repeating(every: .milliseconds(20), owner: self) { screen, _ in
+            let timer = try ScheduledTimer.repeating(every: .milliseconds(20), owner: self) { screen, _, _ in
                 screen.tick()
             }
             lock.withLock { storedTimer = timer }
@@ -56,7 +56,7 @@ struct OwnershipTests {
         init(deinits: Counter) { self.deinits = deinits }
 
         func start() throws {
-            timer = try ScheduledTimer.repeatingOnMainActor(every: .milliseconds(10), owner: self) { model, _ in
+            timer = try ScheduledTimer.repeatingOnMainActor(every: .milliseconds(10), owner: self) { model, _, _ in
                 model.remaining -= 1
             }
         }

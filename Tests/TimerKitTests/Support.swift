@@ -44,11 +44,55 @@ func eventually(
     return condition()
 }
 
-/// Real-time lateness that holds on a loaded, shared 2-core machine (precision is for benchmarks).
-let generousLateness = Duration.milliseconds(50)
-
 /// The suites that measure real time run one at a time, so that none is the others' load (the
 /// 8-thread stress test would otherwise decide the lateness of every other test). Virtual-clock
 /// suites stay parallel: they measure nothing.
 @Suite("Real time", .serialized, .timeLimit(.minutes(2)))
 enum RealTime {}
+
+/// A flag that any thread can set and read.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+
+    func set() { value.store(true, ordering: .sequentiallyConsistent) }
+
+    var isSet: Bool { value.load(ordering: .sequentiallyConsistent) }
+}
+
+/// The control of a real-time test: a thread of its own sleeping in `clock_nanosleep` to absolute
+/// deadlines on the clock under test (timer slack 1 ns) — the OS floor at the same moment. What the
+/// engine's fires may be compared with, where a test bounds lateness: a fixed number of
+/// milliseconds holds on an idle machine only.
+final class ControlSleeper: Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let latenesses = Recorder<Duration>()
+
+    /// Starts sleeping to each of `deadlines` (instants of one system clock), in order.
+    init(deadlines: [TimerInstant]) {
+        Thread { [latenesses, done] in
+            for deadline in deadlines {
+                SystemClock.sleep(until: deadline.nanoseconds, deadline.clockKind)
+                let woke = SystemClock.now(deadline.clockKind)
+                latenesses.append(.nanoseconds(woke - deadline.nanoseconds))
+            }
+            done.signal()
+        }.start()
+    }
+
+    /// How late the control woke for each deadline, once it has slept to all of them.
+    func lateness() async -> [Duration] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue(label: "control").async { [done] in
+                done.wait()
+                done.signal()
+                continuation.resume()
+            }
+        }
+        return latenesses.all
+    }
+}
+
+extension [Duration] {
+    /// The median, or zero for an empty array.
+    var median: Duration { isEmpty ? .zero : sorted()[count / 2] }
+}

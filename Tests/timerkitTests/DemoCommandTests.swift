@@ -37,8 +37,10 @@ struct DemoCommandTests {
             #expect(output.contains("\n\(section). "), "section \(section) is missing")
         }
         // The virtual-clock section is exact: its lines are the same on every machine.
-        #expect(output.contains("✓ coalesce: 5 deadlines missed while suspended → fires standing for [5]; next deadline at virtual+6.000 secs"))
-        #expect(output.contains("✓ burst(maxFires: 3): 5 deadlines missed while suspended → fires standing for [1, 1, 3]; next deadline at virtual+6.000 secs"))
+        #expect(output.contains("✓ coalesce: deadline virtual+1s standing for 5; next deadline virtual+6s"))
+        #expect(output.contains("✓ skip: deadline virtual+5s standing for 1 after 4 skipped; next deadline virtual+6s"))
+        #expect(output.contains(
+            "✓ burst(maxFires: 3): deadline virtual+1s standing for 1; deadline virtual+2s standing for 1; deadline virtual+3s standing for 3; next deadline virtual+6s"))
     }
 
     @Test("demo is the default subcommand, and bad options are refused with a usage message")

@@ -24,6 +24,10 @@ int32_t ctk_load_i32(const int32_t *value);
 /// Atomically writes `*value` (sequentially consistent).
 void ctk_store_i32(int32_t *value, int32_t desired);
 
+/// Sleeps until the absolute instant `deadline` (ns on the clock of the given kind), with the
+/// thread's timer slack at 1 ns on Linux: the OS floor that tests and benchmarks compare against.
+void ctk_sleep_until(int kind, int64_t deadline);
+
 #if defined(__linux__)
 /// Creates a non-blocking-free (blocking) close-on-exec timerfd on the given clock kind; -1 on error.
 int ctk_timerfd_create(int kind);

@@ -64,8 +64,19 @@ public struct TimerInstant: Sendable, Hashable, Comparable, CustomStringConverti
         return lhs.nanoseconds < rhs.nanoseconds
     }
 
+    /// A wall-clock instant reads as its ISO 8601 time of day; any other as one offset from its
+    /// clock's origin in seconds, exact to the nanosecond: `continuous+1011.589551s`, `virtual+6s`.
     public var description: String {
         if let date { return date.formatted(.iso8601.time(includingFractionalSeconds: true)) }
-        return "\(clockKind)+\(Duration.nanoseconds(nanoseconds).formatted(.units(allowed: [.seconds, .milliseconds], fractionalPart: .show(length: 3))))"
+        let magnitude = nanoseconds.magnitude
+        var text = String(magnitude / 1_000_000_000)
+        let fraction = magnitude % 1_000_000_000
+        if fraction != 0 {
+            let digits = String(fraction)
+            var padded = String(repeating: "0", count: 9 - digits.count) + digits
+            while padded.last == "0" { padded.removeLast() }
+            text += "." + padded
+        }
+        return "\(clockKind)\(nanoseconds < 0 ? "-" : "+")\(text)s"
     }
 }

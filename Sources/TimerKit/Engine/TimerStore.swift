@@ -123,8 +123,11 @@ struct TimerStore {
         horizon = max(0, (now >> Self.tickShift) + Self.lookahead)
     }
 
-    /// The number of entries held.
-    var count: Int { slab.count }
+    /// The number of entries waiting for their deadline (not those being delivered).
+    var count: Int { slab.count - deliveringCount }
+
+    /// Callbacks taken out by ``takeFirst(dueBy:)`` whose entries are not yet released.
+    private var deliveringCount = 0
 
     /// The key of the entry at `index`, which must be in use.
     @inline(__always)
@@ -168,6 +171,7 @@ struct TimerStore {
     /// Frees the entry of a callback taken out with ``takeFirst(dueBy:)`` once its delivery is over
     /// (it ran, or was withdrawn).
     mutating func releaseDelivered(_ index: Int32) {
+        deliveringCount -= 1
         _ = slab.free(index)
     }
 
@@ -220,6 +224,7 @@ struct TimerStore {
         case .none: preconditionFailure("TimerStore: a free entry was stored")
         }
         entry.pointee.place = TimerEntry.delivering
+        deliveringCount += 1
         return (.callback(CallbackTicket(index: index, entry: entry, queue: queue)), deadline)
     }
 

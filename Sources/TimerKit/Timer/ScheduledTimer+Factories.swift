@@ -69,17 +69,18 @@ extension ScheduledTimer {
     /// The timer never keeps `owner` alive. Store it in a property of the owner: when the last
     /// outside reference to the owner goes, the owner's `deinit` runs at once, and at its next
     /// deadline the timer finds the owner gone and invalidates itself without calling the handler.
+    /// The handler receives the owner, the timer (to invalidate it, say) and the fire.
     ///
     /// ```swift
     /// final class Poller: Sendable {
     ///     let timer = Mutex<ScheduledTimer?>(nil)
     ///     func start() throws {
-    ///         let timer = try ScheduledTimer.repeating(every: .seconds(5), owner: self) { poller, _ in
-    ///             poller.poll()
+    ///         let timer = try ScheduledTimer.repeating(every: .seconds(5), owner: self) { poller, timer, _ in
+    ///             if poller.poll() == .done { timer.invalidate() }
     ///         }
     ///         self.timer.withLock { $0 = timer }
     ///     }
-    ///     func poll() { … }
+    ///     func poll() -> PollResult { … }
     /// }
     /// ```
     @discardableResult
@@ -91,7 +92,7 @@ extension ScheduledTimer {
         missedDeadlines: MissedDeadlinePolicy = .coalesce,
         delivery: TimerDelivery = .engineThread,
         owner: Owner,
-        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
+        _ handler: @escaping @Sendable (Owner, ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
         try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: delivery, handler: bind(owner, handler))
     }
@@ -105,21 +106,55 @@ extension ScheduledTimer {
         clock: TimerClock = .continuous,
         delivery: TimerDelivery = .engineThread,
         owner: Owner,
-        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
+        _ handler: @escaping @Sendable (Owner, ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
         try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: delivery, handler: bind(owner, handler))
     }
 
+    /// The earlier owner-bound form, whose handler does not receive the timer.
+    @available(*, deprecated, message: "the handler receives the timer too: { owner, timer, fire in … }")
+    @discardableResult
+    public static func repeating<Owner: AnyObject & Sendable>(
+        every interval: Duration,
+        first: TimerStart? = nil,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        missedDeadlines: MissedDeadlinePolicy = .coalesce,
+        delivery: TimerDelivery = .engineThread,
+        owner: Owner,
+        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(
+            interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: delivery,
+            handler: bind(owner) { owner, _, fire in handler(owner, fire) })
+    }
+
+    /// The earlier owner-bound form, whose handler does not receive the timer.
+    @available(*, deprecated, message: "the handler receives the timer too: { owner, timer, fire in … }")
+    @discardableResult
+    public static func once<Owner: AnyObject & Sendable>(
+        at start: TimerStart,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        delivery: TimerDelivery = .engineThread,
+        owner: Owner,
+        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(
+            interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: delivery,
+            handler: bind(owner) { owner, _, fire in handler(owner, fire) })
+    }
+
     static func bind<Owner: AnyObject & Sendable>(
         _ owner: Owner,
-        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
+        _ handler: @escaping @Sendable (Owner, ScheduledTimer, TimerFire) -> Void
     ) -> Handler {
         { [weak owner] timer, fire in
             guard let owner else {
                 timer.invalidate()
                 return
             }
-            handler(owner, fire)
+            handler(owner, timer, fire)
         }
     }
 

@@ -40,8 +40,9 @@ extension ScheduledTimer {
     ///     var timer: ScheduledTimer?
     ///     var remaining = 60
     ///     func start() throws {
-    ///         timer = try ScheduledTimer.repeatingOnMainActor(every: .seconds(1), owner: self) { model, _ in
+    ///         timer = try ScheduledTimer.repeatingOnMainActor(every: .seconds(1), owner: self) { model, timer, _ in
     ///             model.remaining -= 1
+    ///             if model.remaining == 0 { timer.invalidate() }
     ///         }
     ///     }
     /// }
@@ -55,7 +56,7 @@ extension ScheduledTimer {
         clock: TimerClock = .continuous,
         missedDeadlines: MissedDeadlinePolicy = .coalesce,
         owner: Owner,
-        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+        _ handler: @escaping @MainActor (Owner, ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
         try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: .queue(.main), handler: onMainActor(bound(owner, handler)))
     }
@@ -69,21 +70,55 @@ extension ScheduledTimer {
         tolerance: Duration = .zero,
         clock: TimerClock = .continuous,
         owner: Owner,
-        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+        _ handler: @escaping @MainActor (Owner, ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
         try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: .queue(.main), handler: onMainActor(bound(owner, handler)))
     }
 
+    /// The earlier main-actor owner-bound form, whose handler does not receive the timer.
+    @available(*, deprecated, message: "the handler receives the timer too: { owner, timer, fire in … }")
+    @MainActor
+    @discardableResult
+    public static func repeatingOnMainActor<Owner: AnyObject & Sendable>(
+        every interval: Duration,
+        first: TimerStart? = nil,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        missedDeadlines: MissedDeadlinePolicy = .coalesce,
+        owner: Owner,
+        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(
+            interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: .queue(.main),
+            handler: onMainActor(bound(owner) { owner, _, fire in handler(owner, fire) }))
+    }
+
+    /// The earlier main-actor owner-bound form, whose handler does not receive the timer.
+    @available(*, deprecated, message: "the handler receives the timer too: { owner, timer, fire in … }")
+    @MainActor
+    @discardableResult
+    public static func onceOnMainActor<Owner: AnyObject & Sendable>(
+        at start: TimerStart,
+        tolerance: Duration = .zero,
+        clock: TimerClock = .continuous,
+        owner: Owner,
+        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+    ) throws(TimerError) -> ScheduledTimer {
+        try make(
+            interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: .queue(.main),
+            handler: onMainActor(bound(owner) { owner, _, fire in handler(owner, fire) }))
+    }
+
     private static func bound<Owner: AnyObject & Sendable>(
         _ owner: Owner,
-        _ handler: @escaping @MainActor (Owner, TimerFire) -> Void
+        _ handler: @escaping @MainActor (Owner, ScheduledTimer, TimerFire) -> Void
     ) -> @MainActor (ScheduledTimer, TimerFire) -> Void {
         { [weak owner] timer, fire in
             guard let owner else {
                 timer.invalidate()
                 return
             }
-            handler(owner, fire)
+            handler(owner, timer, fire)
         }
     }
 
