@@ -9,7 +9,7 @@ extension ScheduledTimer {
     ///
     /// The timer runs until it is invalidated, whether or not you keep the returned handle (C12).
     /// If the closure calls back into an object, prefer the owner-bound form
-    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)``, which cannot
+    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)-(_,_,_,_,_,_,_,(Owner,ScheduledTimer,TimerFire)->Void)``, which cannot
     /// create a retain cycle (C11).
     ///
     /// ```swift

@@ -7,7 +7,7 @@ import Synchronization
 ///
 /// Create one with a factory — ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)``,
 /// ``once(at:tolerance:clock:delivery:_:)``, their owner-bound forms
-/// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)`` (recommended
+/// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)-(_,_,_,_,_,_,_,(Owner,ScheduledTimer,TimerFire)->Void)`` (recommended
 /// whenever the handler calls back into an object), or the `@MainActor` forms — or iterate
 /// ``fires(every:first:tolerance:clock:missedDeadlines:)`` with `for await`.
 ///
