@@ -77,9 +77,16 @@ struct MissedDeadlineTests {
     func jumpFiresEachTimerOnceInOrder() throws {
         let virtual = VirtualClock()
         let order = Recorder<(String, TimerInstant)>()
-        try ScheduledTimer.repeating(every: .milliseconds(300), clock: virtual.clock) { _, _ in order.append(("fast", virtual.now)) }
-        try ScheduledTimer.once(at: .after(.milliseconds(100)), clock: virtual.clock) { _, _ in order.append(("once", virtual.now)) }
-        try virtual.clock.schedule(at: .after(.milliseconds(200))) { order.append(("callback", virtual.now)) }
+        // Handlers read the instant from their fire, or hold the clock weakly: a pending timer whose
+        // handler held its own clock would keep it, and so itself, alive.
+        try ScheduledTimer.repeating(every: .milliseconds(300), clock: virtual.clock) { timer, fire in
+            order.append(("fast", fire.firedAt))
+            timer.invalidate()
+        }
+        try ScheduledTimer.once(at: .after(.milliseconds(100)), clock: virtual.clock) { _, fire in order.append(("once", fire.firedAt)) }
+        try virtual.clock.schedule(at: .after(.milliseconds(200))) { [weak virtual] in
+            if let virtual { order.append(("callback", virtual.now)) }
+        }
         let end = virtual.now + .seconds(2)
         #expect(virtual.jump(to: end) == 3)
         #expect(order.all.map(\.0) == ["once", "callback", "fast"])
