@@ -29,8 +29,9 @@ final class TimerEngine: @unchecked Sendable {
         /// Engine-thread timers that used up their run budget and wait for their next turn.
         var ready: [ScheduledTimer] = []
         /// A decaying maximum of how late the driver woke after the instant it was armed for, in
-        /// nanoseconds: what the engine keeps back from the end of a tolerance window (C3).
-        var wakeUpLatency: Int64 = 0
+        /// nanoseconds: what the engine keeps back from the end of a tolerance window (C3). Starts
+        /// at 100 µs, a thread's wake-up on an idle machine, so that the first fires aim right too.
+        var wakeUpLatency: Int64 = 100_000
         /// Tasks waiting in `ScheduledCallback.cancelAndWait()` for a run under way, by entry.
         var callbackWaiters: [Int32: [CheckedContinuation<Void, Never>]] = [:]
 
