@@ -47,12 +47,10 @@ struct InvalidationRaceTests {
         #expect(lateRuns.current * 40 <= tries, "\(lateRuns.current) of \(tries) tries entered the handler after invalidate() had returned")
     }
 
-    @Test("C8: invalidate() stops a run that the engine decided on but whose handler has not been called")
-    func invalidateStopsADecidedRun() throws {
-        let runs = Counter()
-        let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in runs.increment() }
-        // Decide a run as a delivery does, under the engine lock, then invalidate before it begins.
-        let step = timer.engine.state.withLock { state -> ScheduledTimer.Step in
+    /// Decides a run requested by `fire()` as a delivery does, under the engine lock, and stops
+    /// there: the run is decided but has not begun.
+    func decideManualRun(_ timer: ScheduledTimer) -> ScheduledTimer.Step {
+        timer.engine.state.withLock { state in
             timer.machine.hasPendingManualFire = true
             timer.engine.removeIfStored(timer, &state)
             timer.machine.isRunning = true
@@ -60,6 +58,14 @@ struct InvalidationRaceTests {
             timer.runDecided()
             return step
         }
+    }
+
+    @Test("C8: invalidate() stops a run that the engine decided on but whose handler has not been called")
+    func invalidateStopsADecidedRun() throws {
+        let runs = Counter()
+        let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in runs.increment() }
+        // Decide a run as a delivery does, under the engine lock, then invalidate before it begins.
+        let step = decideManualRun(timer)
         guard case .run = step else {
             Issue.record("expected a run, got \(step)")
             return
@@ -75,14 +81,7 @@ struct InvalidationRaceTests {
     @Test("C8, C6: invalidate() stops a one-shot's final run that was decided but has not begun, although the one-shot already reads invalid")
     func invalidateStopsADecidedFinalRun() throws {
         let timer = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
-        let step = timer.engine.state.withLock { state -> ScheduledTimer.Step in
-            timer.machine.hasPendingManualFire = true
-            timer.engine.removeIfStored(timer, &state)
-            timer.machine.isRunning = true
-            let step = timer.nextStep(now: timer.engine.now(state), &state)
-            timer.runDecided()
-            return step
-        }
+        let step = decideManualRun(timer)
         guard case .runFinal = step else {
             Issue.record("expected the final run, got \(step)")
             return
@@ -92,13 +91,7 @@ struct InvalidationRaceTests {
         #expect(!timer.beginRun())
         // Without invalidate(), the decided run begins.
         let other = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
-        other.engine.state.withLock { state in
-            other.machine.hasPendingManualFire = true
-            other.engine.removeIfStored(other, &state)
-            other.machine.isRunning = true
-            _ = other.nextStep(now: other.engine.now(state), &state)
-            other.runDecided()
-        }
+        _ = decideManualRun(other)
         #expect(other.beginRun())
         other.endRun()
     }

@@ -441,21 +441,9 @@ final class TimerEngine: @unchecked Sendable {
             }
             switch step {
             case .run(let handler, let fire):
-                if timer.beginRun() {
-                    runs += 1
-                    handler(timer, fire)
-                    timer.endRun()
-                } else {
-                    state.withLock { _ in timer.abandonRun() }
-                }
+                runs += runGated(timer, handler, fire)
             case .runFinal(let handler, let fire, let onInvalidate):
-                if timer.beginRun() {
-                    runs += 1
-                    handler(timer, fire)
-                    timer.endRun()
-                } else {
-                    state.withLock { _ in timer.abandonRun() }
-                }
+                runs += runGated(timer, handler, fire)
                 onInvalidate?()
                 return runs
             case .stop:
@@ -471,6 +459,19 @@ final class TimerEngine: @unchecked Sendable {
                 return runs
             }
         }
+    }
+
+    /// Runs a decided run unless `invalidate()` stopped it before it began (C8); returns the number
+    /// of handler runs (0 or 1).
+    @inline(__always)
+    private func runGated(_ timer: ScheduledTimer, _ handler: ScheduledTimer.Handler, _ fire: TimerFire) -> Int {
+        guard timer.beginRun() else {
+            state.withLock { _ in timer.abandonRun() }
+            return 0
+        }
+        handler(timer, fire)
+        timer.endRun()
+        return 1
     }
 
     /// Gives up a running timer's turn: it keeps its `isRunning` flag and continues later — on the
