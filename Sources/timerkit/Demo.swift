@@ -28,6 +28,9 @@ struct Demo: AsyncParsableCommand {
         badInput(report)
         try await engineAtScale(report)
         try await timeouts(report)
+        try countdown(report)
+        try registry(report)
+        try await frameClock(report)
         print("\n\(report.passed) checks passed, \(report.failed) failed")
         if report.failed > 0 { throw ExitCode.failure }
     }
@@ -227,6 +230,72 @@ struct Demo: AsyncParsableCommand {
         report.check(
             cancelled == count && ran.value == 1_000 && cancelledRan.value == 0 && clock.pendingTimerCount == 0,
             "scheduled \(count) 30 s timeouts and cancelled them all in \(ms(elapsed)) (a debug build); the 1000 callbacks left ran, the cancelled ones never did")
+    }
+}
+
+extension Demo {
+    func countdown(_ report: DemoReport) throws {
+        report.section("13. A countdown shows deadline − now, never a count of ticks (virtual clock, exact)")
+        let clock = VirtualClock()
+        let ticks = Collected<Countdown.Tick>()
+        let countdown = try Countdown.start(to: .after(.seconds(3)), clock: clock.clock) { _, tick in ticks.append(tick) }
+        clock.advance(by: .seconds(5))
+        let shown = ticks.values.map { "\($0.value) at \($0.instant)" }.joined(separator: ", ")
+        report.check(
+            ticks.values.map(\.value) == [3, 2, 1, 0] && ticks.values.filter(\.isFinished).count == 1,
+            "a 3 s countdown: \(shown); the final tick once")
+        let paused = Collected<Countdown.Tick>()
+        let sixty = try Countdown.start(to: .after(.seconds(60)), clock: clock.clock) { _, tick in paused.append(tick) }
+        clock.advance(by: .milliseconds(18_700))
+        sixty.pause()
+        clock.advance(by: .seconds(100))
+        sixty.resume()
+        clock.advance(by: .milliseconds(300))
+        let resumed = paused.values.last
+        report.check(
+            resumed?.value == 41 && resumed?.remaining == .seconds(41),
+            "paused at 41.3 s remaining, resumed 100 s later: the next tick came 0.3 s after the resume, showing 41")
+        countdown.cancel()
+        sixty.cancel()
+    }
+
+    func registry(_ report: DemoReport) throws {
+        report.section("14. Keyed timers: LCTimer's registry, done right (virtual clock, exact)")
+        let clock = VirtualClock()
+        let timers = TimerRegistry<String>(clock: clock.clock)
+        let runs = Collected<String>()
+        try timers.schedule("sms", at: .after(.seconds(60))) { _, _ in runs.append("first") }
+        try timers.schedule("sms", at: .after(.seconds(60))) { _, _ in runs.append("replacement") }
+        clock.advance(by: .seconds(59))
+        try timers.reschedule("sms", at: .after(.seconds(60)))
+        clock.advance(by: .seconds(61))
+        report.check(
+            runs.values == ["replacement"] && timers.count == 0,
+            "replaced under the same key, moved in place: ran once, as \(runs.values.first ?? "-"), and its key is free again")
+        try timers.schedule("poll", at: .after(.seconds(1)), every: .seconds(1)) { _, _ in }
+        report.check(
+            timers.cancel("poll") == .cancelled && timers.cancel("poll") == .notFound,
+            "cancel says what it found: .cancelled, then .notFound")
+    }
+
+    func frameClock(_ report: DemoReport) async throws {
+        report.section("15. A frame clock: CADisplayLink without the retain cycle (C11)")
+        let frames = Collected<FrameClock.Frame>()
+        var view: FrameView? = FrameView()
+        weak let weakView = view
+        let clock = try FrameClock.start(framesPerSecond: 60, owner: view!) { view, _, frame in
+            view.frames.increment()
+            frames.append(frame)
+        }
+        try await Task.sleep(for: .milliseconds(500))
+        view = nil
+        await until { !clock.isValid }
+        let all = frames.values
+        let accounted = zip(all, all.dropFirst()).allSatisfy { $1.index == $0.index + 1 + Int64($1.droppedSinceLast) }
+        report.check(
+            all.count >= 10 && accounted && all.allSatisfy { $0.deliveredAt >= $0.timestamp },
+            "60 Hz for half a second: every frame on its grid, delivered or counted as dropped, none early")
+        report.check(weakView == nil && !clock.isValid, "the view deinitialized as soon as its last reference went; the frame clock ended itself")
     }
 }
 

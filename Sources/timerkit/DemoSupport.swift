@@ -22,6 +22,11 @@ final class Screen: @unchecked Sendable {
     deinit { deinits.increment() }
 }
 
+/// A view that animates with a frame clock it does not keep alive.
+final class FrameView: Sendable {
+    let frames = Counted()
+}
+
 @MainActor
 enum MainActorTicker {
     static func run() async throws -> Int {

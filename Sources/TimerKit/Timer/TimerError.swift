@@ -21,6 +21,13 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case timerInvalidated
     /// The timer's clock was shut down with ``TimerClock/shutdown()``.
     case clockShutDown
+    /// A ``FrameClock`` was given a frame rate below 1 or above a billion.
+    case invalidFrameRate(Int)
+    /// A ``TimerRegistry`` already holds work under the key (its description is given), and the
+    /// schedule asked to fail in that case (``TimerRegistry/Conflict/fail``).
+    case keyInUse(String)
+    /// A ``TimerRegistry`` holds nothing under the key (its description is given).
+    case keyNotFound(String)
 
     public var description: String {
         switch self {
@@ -40,6 +47,12 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "the timer was invalidated"
         case .clockShutDown:
             "the timer's clock was shut down"
+        case .invalidFrameRate(let rate):
+            "a frame clock needs between 1 and 1,000,000,000 frames per second, got \(rate)"
+        case .keyInUse(let key):
+            "the registry already holds work under the key \(key)"
+        case .keyNotFound(let key):
+            "the registry holds nothing under the key \(key)"
         }
     }
 }

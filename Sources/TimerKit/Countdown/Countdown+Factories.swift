@@ -1,0 +1,122 @@
+import Dispatch
+
+extension Countdown {
+    /// Starts a countdown to `deadline` that calls a closure at each tick (see ``Countdown`` for the
+    /// rounding rule).
+    ///
+    /// The first tick comes at once with the value at the start, unless the deadline has already
+    /// come: then the final tick is the only one.
+    ///
+    /// ```swift
+    /// try Countdown.start(to: .after(.seconds(60))) { _, tick in
+    ///     button.title = tick.isFinished ? "Resend code" : "Resend in \(tick.value) s"
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - deadline: When the countdown ends: `.after(_:)` a duration from now, `.at(_:)` an instant
+    ///     of `clock`, or `.date(_:)` a calendar date (on the wall clock, the exact instant; on the
+    ///     others, the time from now until then — how an app relaunched mid-countdown resumes from a
+    ///     stored `Date`).
+    ///   - unit: What the countdown counts in, and ticks at; one second by default.
+    ///   - clock: The clock (C1); continuous by default.
+    ///   - delivery: Where the handler runs (C15); the engine thread by default.
+    ///   - handler: Called with the countdown and each tick.
+    /// - Throws: ``TimerError`` for a non-positive unit, a duration that overflows, an instant of
+    ///   another clock, or a shut-down clock.
+    @discardableResult
+    public static func start(
+        to deadline: TimerStart,
+        unit: Duration = .seconds(1),
+        clock: TimerClock = .continuous,
+        delivery: TimerDelivery = .engineThread,
+        _ handler: @escaping @Sendable (Countdown, Tick) -> Void
+    ) throws(TimerError) -> Countdown {
+        try make(deadline: deadline, unit: unit, clock: clock, delivery: delivery, handler: handler)
+    }
+
+    /// Starts a countdown bound to an owner, held weakly (C11): the form for an object that shows
+    /// the countdown. Once the owner is gone, the countdown ends at its next tick without calling
+    /// the handler.
+    @discardableResult
+    public static func start<Owner: AnyObject & Sendable>(
+        to deadline: TimerStart,
+        unit: Duration = .seconds(1),
+        clock: TimerClock = .continuous,
+        delivery: TimerDelivery = .engineThread,
+        owner: Owner,
+        _ handler: @escaping @Sendable (Owner, Countdown, Tick) -> Void
+    ) throws(TimerError) -> Countdown {
+        try make(deadline: deadline, unit: unit, clock: clock, delivery: delivery) { [weak owner] countdown, tick in
+            guard let owner else {
+                countdown.cancel()
+                return
+            }
+            handler(owner, countdown, tick)
+        }
+    }
+
+    /// Starts a countdown whose handler runs on the main actor (C15), delivered on the main queue.
+    @MainActor
+    @discardableResult
+    public static func startOnMainActor(
+        to deadline: TimerStart,
+        unit: Duration = .seconds(1),
+        clock: TimerClock = .continuous,
+        _ handler: @escaping @MainActor (Countdown, Tick) -> Void
+    ) throws(TimerError) -> Countdown {
+        try make(deadline: deadline, unit: unit, clock: clock, delivery: .queue(.main)) { countdown, tick in
+            MainActor.assumeIsolated { handler(countdown, tick) }
+        }
+    }
+
+    /// Starts a countdown bound to a main-actor owner, held weakly (C11): the form for a view model.
+    ///
+    /// ```swift
+    /// @MainActor final class VerificationViewModel {
+    ///     private(set) var label = ""
+    ///     private var countdown: Countdown?
+    ///
+    ///     func codeSent() throws {
+    ///         countdown = try Countdown.startOnMainActor(to: .after(.seconds(60)), owner: self) { model, _, tick in
+    ///             model.label = tick.isFinished ? "Resend code" : "Resend in \(tick.value) s"
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    @MainActor
+    @discardableResult
+    public static func startOnMainActor<Owner: AnyObject & Sendable>(
+        to deadline: TimerStart,
+        unit: Duration = .seconds(1),
+        clock: TimerClock = .continuous,
+        owner: Owner,
+        _ handler: @escaping @MainActor (Owner, Countdown, Tick) -> Void
+    ) throws(TimerError) -> Countdown {
+        try make(deadline: deadline, unit: unit, clock: clock, delivery: .queue(.main)) { [weak owner] countdown, tick in
+            guard let owner else {
+                countdown.cancel()
+                return
+            }
+            MainActor.assumeIsolated { handler(owner, countdown, tick) }
+        }
+    }
+
+    static func make(
+        deadline: TimerStart,
+        unit: Duration,
+        clock: TimerClock,
+        delivery: TimerDelivery,
+        suspended: Bool = false,
+        handler: @escaping Handler
+    ) throws(TimerError) -> Countdown {
+        let unitNanoseconds = try ScheduledTimer.validatedInterval(unit)
+        let engine = clock.engine
+        let now = engine.now()
+        let deadlineNanoseconds = try ScheduledTimer.firstDeadline(deadline, interval: unitNanoseconds, now: { now }, kind: engine.kind)
+        guard !engine.hasShutDown.load(ordering: .acquiring) else { throw .clockShutDown }
+        let countdown = Countdown(deadline: deadlineNanoseconds, unit: unitNanoseconds, clock: clock, delivery: delivery, handler: handler)
+        if !suspended { countdown.run(now: now, tickNow: true) }
+        return countdown
+    }
+}

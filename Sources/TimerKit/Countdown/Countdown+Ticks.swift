@@ -1,0 +1,125 @@
+extension Countdown {
+    /// A countdown whose ticks are the elements of an `AsyncSequence`, for `for await` (C15).
+    ///
+    /// The countdown starts when the iteration does (its first element is the value then), and the
+    /// sequence ends after the final tick. A consumer slower than the ticks sees the newest value, not
+    /// a backlog; the final tick is never dropped. Cancelling the iterating task, or leaving the loop
+    /// early, cancels the countdown.
+    ///
+    /// ```swift
+    /// for await tick in try Countdown.ticks(to: .after(.seconds(10))) {
+    ///     print(tick.formatted())
+    /// }
+    /// ```
+    public static func ticks(
+        to deadline: TimerStart,
+        unit: Duration = .seconds(1),
+        clock: TimerClock = .continuous
+    ) throws(TimerError) -> Ticks {
+        let channel = TickChannel()
+        let countdown = try make(deadline: deadline, unit: unit, clock: clock, delivery: .engineThread, suspended: true) { _, tick in
+            channel.push(tick)
+        }
+        return Ticks(countdown: countdown, channel: channel)
+    }
+
+    /// The ticks of a countdown as an `AsyncSequence` (see ``ticks(to:unit:clock:)``). One consumer.
+    public struct Ticks: AsyncSequence, Sendable {
+        public typealias Element = Tick
+        public typealias Failure = Never
+
+        /// The countdown behind the sequence: pause, resume or cancel it.
+        public let countdown: Countdown
+        let channel: TickChannel
+
+        public func makeAsyncIterator() -> Iterator {
+            Iterator(lease: Lease(countdown: countdown), channel: channel)
+        }
+
+        /// Iterates ``Countdown/Ticks``.
+        public struct Iterator: AsyncIteratorProtocol {
+            let lease: Lease
+            let channel: TickChannel
+            var isStarted = false
+
+            public mutating func next() async -> Tick? {
+                let countdown = lease.countdown
+                if !isStarted {
+                    isStarted = true
+                    countdown.run(now: countdown.clock.engine.now(), tickNow: true)
+                }
+                let channel = self.channel
+                return await withTaskCancellationHandler {
+                    await channel.next()
+                } onCancel: {
+                    countdown.cancel()
+                    channel.finish()
+                }
+            }
+        }
+    }
+
+    /// Cancels the countdown when the last copy of the iterator goes away.
+    final class Lease: Sendable {
+        let countdown: Countdown
+
+        init(countdown: Countdown) { self.countdown = countdown }
+
+        deinit { countdown.cancel() }
+    }
+}
+
+@available(*, unavailable)
+extension Countdown.Ticks.Iterator: Sendable {}
+
+/// The hand-off between a countdown and the task iterating its ticks: the newest tick waits; the
+/// final one is kept, and ends the sequence once taken.
+final class TickChannel: Sendable {
+    private struct State {
+        var waiting: Countdown.Tick?
+        var waiter: CheckedContinuation<Countdown.Tick?, Never>?
+        var isFinished = false
+    }
+
+    private let state = Locked(State())
+
+    func push(_ tick: Countdown.Tick) {
+        let waiter = state.withLock { state -> CheckedContinuation<Countdown.Tick?, Never>? in
+            guard !state.isFinished else { return nil }
+            if tick.isFinished { state.isFinished = true }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            if state.waiting?.isFinished != true { state.waiting = tick }
+            return nil
+        }
+        waiter?.resume(returning: tick)
+    }
+
+    func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<Countdown.Tick?, Never>? in
+            state.isFinished = true
+            state.waiting = nil
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    func next() async -> Countdown.Tick? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Countdown.Tick?, Never>) in
+            let ready = state.withLock { state -> Countdown.Tick?? in
+                if let tick = state.waiting {
+                    state.waiting = nil
+                    return .some(tick)
+                }
+                if state.isFinished { return .some(nil) }
+                precondition(state.waiter == nil, "Countdown.Ticks: only one task may iterate a countdown's ticks")
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+}
