@@ -194,8 +194,8 @@ final class TimerEngine: @unchecked Sendable {
     /// to its target (C8); `false` if its run has begun, it was cancelled, or its clock shut down.
     /// Its closure is released before this returns, outside the lock.
     func cancel(_ index: Int32, sequence: UInt32) -> Bool {
-        let body = state.withLock { $0.store.cancelCallback(index, sequence: sequence) }
-        return body != nil
+        let work = state.withLock { $0.store.cancelCallback(index, sequence: sequence) }
+        return work != nil
     }
 
     /// Whether a callback's run has not begun and still can.
@@ -247,8 +247,8 @@ final class TimerEngine: @unchecked Sendable {
     /// Claims a due callback and runs it; its closure is released when the run returns.
     @inline(__always) @discardableResult
     private static func run(_ ticket: CallbackTicket) -> Int {
-        guard let body = ticket.claim() else { return 0 }
-        body()
+        guard let work = ticket.claim() else { return 0 }
+        work.runCallback()
         return 1
     }
 

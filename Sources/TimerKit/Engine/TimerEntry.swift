@@ -13,6 +13,18 @@ enum TimerWork {
     case none
 }
 
+extension TimerWork {
+    /// Runs a callback's closure (a timer's fires go through its state machine instead).
+    @inline(__always)
+    func runCallback() {
+        switch self {
+        case .callback(let body): body()
+        case .queued(let queued): queued.work()
+        case .timer, .none: preconditionFailure("TimerWork.runCallback(): not a callback")
+        }
+    }
+}
+
 /// A callback delivered on a queue. Kept out of line so that the common case, a callback on the
 /// engine thread, costs no allocation beyond its closure.
 final class QueuedCallback: Sendable {
@@ -41,33 +53,29 @@ struct CallbackTicket: @unchecked Sendable {
     /// Claims the run: returns the closure, or `nil` when the callback was withdrawn first. The
     /// compare-exchange is the instant the run begins; nothing that can block or wake another thread
     /// lies between it and the call.
-    func claim() -> (@Sendable () -> Void)? {
+    func claim() -> TimerWork? {
         guard ctk_compare_exchange_i32(entry.pointer(to: \.place)!, TimerEntry.delivering, TimerEntry.claimed) else {
             return nil
         }
-        return Self.takeClosure(entry)
+        return Self.takeWork(entry)
     }
 
-    /// Withdraws a callback that is being delivered but whose run has not begun; returns its
-    /// closure (to be released by the caller), or `nil` if its run has begun.
-    static func withdraw(_ entry: UnsafeMutablePointer<TimerEntry>) -> (@Sendable () -> Void)? {
+    /// Withdraws a callback that is being delivered but whose run has not begun; returns its work
+    /// (to be released by the caller), or `nil` if its run has begun.
+    static func withdraw(_ entry: UnsafeMutablePointer<TimerEntry>) -> TimerWork? {
         guard ctk_compare_exchange_i32(entry.pointer(to: \.place)!, TimerEntry.delivering, TimerEntry.withdrawn) else {
             return nil
         }
-        return takeClosure(entry)
+        return takeWork(entry)
     }
 
-    /// Moves the closure out of the entry, leaving `.none`. Only the winner of the compare-exchange
-    /// calls this, so nobody else touches the field meanwhile.
-    private static func takeClosure(_ entry: UnsafeMutablePointer<TimerEntry>) -> (@Sendable () -> Void)? {
+    /// Moves the work out of the entry, leaving `.none` (no retain, no release). Only the winner of
+    /// the compare-exchange calls this, so nobody else touches the field meanwhile.
+    private static func takeWork(_ entry: UnsafeMutablePointer<TimerEntry>) -> TimerWork {
         let slot = entry.pointer(to: \.work)!
         let work = slot.move()
         slot.initialize(to: .none)
-        switch work {
-        case .callback(let body): return body
-        case .queued(let queued): return queued.work
-        case .timer, .none: preconditionFailure("CallbackTicket: the entry holds no callback")
-        }
+        return work
     }
 
     /// The entry's delivery state, read atomically.

@@ -153,17 +153,17 @@ struct TimerStore {
     }
 
     /// Cancels the callback created with `sequence` at `index` if its run has not begun: takes it
-    /// out of the store, or withdraws it from its delivery. Returns its closure, for the caller to
+    /// out of the store, or withdraws it from its delivery. Returns what it held, for the caller to
     /// release outside the lock, or `nil` when there was nothing to cancel.
-    mutating func cancelCallback(_ index: Int32, sequence: UInt32) -> (@Sendable () -> Void)? {
-        guard callbackState(index, sequence: sequence) == .pending else { return nil }
+    mutating func cancelCallback(_ index: Int32, sequence: UInt32) -> TimerWork? {
+        guard index >= 0, slab.isAllocated(index) else { return nil }
         let entry = slab[index]
-        if CallbackTicket.place(of: entry) == TimerEntry.delivering {
-            return CallbackTicket.withdraw(entry)
-        }
-        switch remove(index) {
-        case .callback(let body): return body
-        case .queued(let queued): return queued.work
+        guard entry.pointee.sequence == sequence else { return nil }
+        let place = CallbackTicket.place(of: entry)
+        if place == TimerEntry.delivering { return CallbackTicket.withdraw(entry) }
+        guard TimerEntry.isStored(place) else { return nil }
+        switch entry.pointee.work {
+        case .callback, .queued: return remove(index)
         case .timer, .none: return nil
         }
     }
@@ -279,8 +279,8 @@ struct TimerStore {
             let entry = slab[index]
             if TimerEntry.isStored(CallbackTicket.place(of: entry)) {
                 works.append(slab.free(index))
-            } else if let body = CallbackTicket.withdraw(entry) {
-                works.append(.callback(body))
+            } else if let work = CallbackTicket.withdraw(entry) {
+                works.append(work)
             }
         }
         heap = []
