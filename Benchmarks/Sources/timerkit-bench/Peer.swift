@@ -42,6 +42,8 @@ protocol Peer: AnyObject, Sendable {
     /// Whether the peer is a variant of TimerKit raced against it (left out of quick runs unless
     /// named with `--peer`).
     static var isVariant: Bool { get }
+    /// How the peer moves a pending one-shot's deadline (the reset scenario's table).
+    static var resetMethod: String { get }
 
     init() throws
 
@@ -54,6 +56,10 @@ protocol Peer: AnyObject, Sendable {
     /// Cancels a one-shot timer that has not fired.
     func cancel(_ timer: OneShot)
 
+    /// Moves a pending one-shot to `deadline` and returns the handle to keep (reset): in place
+    /// where the peer can, else by cancelling it and scheduling anew (the default).
+    func reset(_ timer: OneShot, to deadline: Int64, id: Int, log: FireLog) throws -> OneShot
+
     /// Runs `work` once at `deadline` on `delivery` (the busy scenario's blockers).
     func perform(at deadline: Int64, on delivery: Delivery, _ work: @escaping @Sendable () -> Void) throws
 
@@ -62,6 +68,10 @@ protocol Peer: AnyObject, Sendable {
         first: Int64, interval: Int64, tolerance: Int64, delivery: Delivery,
         _ handler: @escaping @Sendable (Tick) -> Void
     ) throws -> Repeater
+
+    /// Ticks at a frame rate (the frames scenario): the peer's frame clock where it has one, else
+    /// a repeating timer on the frame grid (the default).
+    func frames(framesPerSecond: Int, _ handler: @escaping @Sendable (Tick) -> Void) throws -> Repeater
 
     /// Runs `body` on the thread where this peer's timers are meant to be scheduled and cancelled
     /// from (the caller's for most; the run loop's or event loop's own thread for some), and waits.
@@ -76,11 +86,18 @@ extension Peer {
 
     static var isVariant: Bool { false }
 
+    static var resetMethod: String { "cancel + schedule" }
+
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> OneShot {
         throw BenchError.unsupported("\(Self.name) has no one-shot timers")
     }
 
     func cancel(_ timer: OneShot) {}
+
+    func reset(_ timer: OneShot, to deadline: Int64, id: Int, log: FireLog) throws -> OneShot {
+        cancel(timer)
+        return try schedule(at: deadline, id: id, log: log)
+    }
 
     func perform(at deadline: Int64, on delivery: Delivery, _ work: @escaping @Sendable () -> Void) throws {
         throw BenchError.unsupported("\(Self.name) has no blockable context")
@@ -91,6 +108,11 @@ extension Peer {
         _ handler: @escaping @Sendable (Tick) -> Void
     ) throws -> Repeater {
         throw BenchError.unsupported("\(Self.name) has no repeating timers")
+    }
+
+    func frames(framesPerSecond: Int, _ handler: @escaping @Sendable (Tick) -> Void) throws -> Repeater {
+        let interval = (NS.second + Int64(framesPerSecond / 2)) / Int64(framesPerSecond)
+        return try repeating(first: now() + interval, interval: interval, tolerance: 0, delivery: .standard, handler)
     }
 
     func onSchedulingThread(_ body: @escaping @Sendable () -> Void) { body() }
@@ -122,6 +144,7 @@ let allPeers: [any Peer.Type] = [
     TimerKitPeer.self,
     TimerKitHeapPeer.self,
     TimerKitTimerPeer.self,
+    TimerKitRegistryPeer.self,
     DispatchSerialPeer.self,
     DispatchGlobalPeer.self,
     FoundationRunLoopPeer.self,

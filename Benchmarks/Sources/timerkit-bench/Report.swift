@@ -3,8 +3,8 @@ import Foundation
 /// Markdown tables: one per scenario, peers as rows, ratio columns against TimerKit (peer ÷
 /// timerkit: above 1 means TimerKit's figure is lower).
 enum Report {
-    static func markdown(_ results: [Result], scenarios: [Scenario], peers: [any Peer.Type], quick: Bool, wall: Double) -> String {
-        var out = "# TimerKit benchmark (\(quick ? "quick" : "full") run, \(String(format: "%.0f", wall)) s)\n"
+    static func markdown(_ results: [Result], scenarios: [Scenario], peers: [any Peer.Type], quick: Bool, wall: Double, load: String) -> String {
+        var out = "# TimerKit benchmark (\(quick ? "quick" : "full") run, \(String(format: "%.0f", wall)) s)\n\n\(load)\n"
         let peerNames = peers.map { $0.name }
         func lookup(_ scenario: Scenario, _ peer: String, _ parameter: String = "") -> Result? {
             results.first { $0.scenario == scenario && $0.peer == peer && $0.parameter == parameter }
@@ -90,6 +90,35 @@ enum Report {
             out += "\nTimerKit's figure is its engine's own count (`TimerClock.wakeUpCount`); the others' is thread wake-ups: voluntary context switches of every thread but the main one per second (TimerKit's is shown too, for comparison).\n"
         }
 
+        if scenarios.contains(.reset) {
+            let resets = Scenario.resetCount(quick: quick)
+            out += "\n## reset — 100k idle timeouts due over 10–60 s; \(resets >= 1_000_000 ? "\(resets / 1_000_000)M" : "\(resets / 1000)k") times, one at random is pushed to 30 s from now\n\n"
+            out += "| peer | how | ns/reset (min–max) | ×tk | thread CPU ns | process CPU ns | heap B/key | heap growth B/key |\n|---|---|--:|--:|--:|--:|--:|--:|\n"
+            for parameter in Scenario.reset.parameters(quick: quick) {
+                let base = lookup(.reset, "timerkit", parameter)
+                for peer in peers {
+                    guard let result = lookup(.reset, peer.name, parameter) else { continue }
+                    out += "| \(peer.name) | \(peer.resetMethod) | " + cellWithSpread(result, "ns_per_op") + " | " + ratio(result, base, "ns_per_op")
+                        + " | " + cells(result, ["thread_cpu_ns_per_op", "cpu_ns_per_op", "heap_bytes_per_key", "heap_growth_bytes_per_key"], digits: 0) + " |\n"
+                }
+            }
+            out += "\nns/reset: wall time on the peer's scheduling thread, the median of the runs with their range. Heap: malloc bytes in use per pending key after setup; growth: what the resets added (timers cancelled and replaced that the peer frees only later). A peer that could not do every reset within the time limit did fewer (`ops` in the JSON).\n"
+        }
+
+        if scenarios.contains(.frames) {
+            let seconds = Scenario.frameDuration(quick: quick) / NS.second
+            out += "\n## frames — a 60 Hz frame clock for \(seconds) s (µs)\n\n"
+            out += "| peer | jitter p50 (min–max) | jitter p99 (min–max) | jitter max | lateness p50 | lateness p99 | dropped | bursts | frames | p99 ×tk |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+            let base = lookup(.frames, "timerkit")
+            for peer in peerNames {
+                guard let result = lookup(.frames, peer) else { continue }
+                out += "| \(peer) | " + cellWithSpread(result, "jitter_p50_us") + " | " + cellWithSpread(result, "jitter_p99_us")
+                    + " | " + cells(result, ["jitter_max_us", "lateness_p50_us", "lateness_p99_us", "dropped_frames", "burst_frames", "frames"], digits: 0)
+                    + " | " + ratio(result, base, "jitter_p99_us") + " |\n"
+            }
+            out += "\nJitter: |interval − 16 666 667 ns| between consecutive handler runs. timerkit is `FrameClock`; os-floor is a thread looping `clock_nanosleep` on absolute deadlines with 1 ns timer slack; the others run a repeating timer on the frame grid. Dropped: grid frames a tick stood for without one of its own; bursts: ticks less than half a frame after the previous one.\n"
+        }
+
         let notApplicable = Set(results.filter { $0.status == .notApplicable }.map(\.peer))
         let limitations = peers.filter { notApplicable.contains($0.name) }.map { $0.limitations }.filter { !$0.isEmpty }
         if !limitations.isEmpty {
@@ -111,6 +140,13 @@ enum Report {
             if key == keys.first, result.timeouts > 0 { text += " (\(result.timeouts) timeout)" }
             return text
         }.joined(separator: " | ")
+    }
+
+    /// A figure's median with its range over the runs: `131 (126–140)`.
+    static func cellWithSpread(_ result: Result, _ key: String) -> String {
+        let median = cells(result, [key], digits: 0)
+        guard result.status == .ok, result.okRuns > 1, let range = result.spread[key] else { return median }
+        return "\(median) (\(format(range.min, digits: 0))–\(format(range.max, digits: 0)))"
     }
 
     static func driftCell(_ result: Result) -> String {

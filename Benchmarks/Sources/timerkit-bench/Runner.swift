@@ -18,6 +18,8 @@ struct Result: Sendable {
     var runs = 0
     var okRuns = 0
     var timeouts = 0
+    /// The smallest and largest value of each numeric figure over the successful runs.
+    var spread: [String: (min: Double, max: Double)] = [:]
     /// Every run's lateness samples (precision only), pooled.
     var samples: [Double] = []
     var note = ""
@@ -29,6 +31,10 @@ struct Result: Sendable {
         if status != .ok { fields.append(("status", .string(status.rawValue))) }
         fields += figures.filter { $0.0 != "scenario" && $0.0 != "peer" }
         if status == .ok || okRuns > 0 { fields.append(("runs", .int(Int64(okRuns)))) }
+        if okRuns > 1 {
+            let ranges = figures.compactMap { key, _ in spread[key].map { (key, JSONValue.array([.double($0.min), .double($0.max)])) } }
+            fields.append(("spread", .object(ranges)))
+        }
         if timeouts > 0 { fields.append(("timeouts", .int(Int64(timeouts)))) }
         if !note.isEmpty { fields.append(("note", .string(note))) }
         return JSONValue.object(fields).rendered
@@ -107,6 +113,10 @@ struct Runner {
             return result
         }
         result.figures = medians(collected)
+        for (key, _) in result.figures {
+            let values = collected.compactMap { $0[key]?.number }.filter { !$0.isNaN }
+            if let low = values.min(), let high = values.max() { result.spread[key] = (low, high) }
+        }
         result.samples = collected.flatMap { figures -> [Double] in
             guard case .array(let values)? = figures["samples_us"] else { return [] }
             return values.compactMap(\.number)

@@ -6,6 +6,8 @@ enum Scenario: String, CaseIterable, Sendable {
     case busyOther = "busy-other"
     case busySame = "busy-same"
     case wakeups
+    case reset
+    case frames
 
     /// The scenarios a `--scenario` name selects (`busy` selects both variants).
     static func matching(_ name: String) -> [Scenario] {
@@ -20,15 +22,17 @@ enum Scenario: String, CaseIterable, Sendable {
         case .churn: quick ? ["0", "10000"] : ["0", "10000", "100000"]
         case .scale: quick ? ["10000", "100000"] : ["10000", "100000", "1000000"]
         case .wakeups: ["0", "0.1"]
+        case .reset: ["100000"]
+        case .frames: [""]
         }
     }
 
     /// What a peer must be able to do.
     func requirements(parameter: String) -> Capabilities {
         switch self {
-        case .precision, .busyOther: [.repeating]
+        case .precision, .busyOther, .frames: [.repeating]
         case .busySame: [.repeating, .blockable]
-        case .churn, .scale: [.oneShot]
+        case .churn, .scale, .reset: [.oneShot]
         case .wakeups: parameter == "0" ? [.manyRepeating] : [.manyRepeating, .tolerance]
         }
     }
@@ -36,7 +40,7 @@ enum Scenario: String, CaseIterable, Sendable {
     /// How many times each (peer, parameter) runs; the report gives the median.
     func runs(quick: Bool) -> Int {
         switch self {
-        case .precision: quick ? 1 : 5
+        case .precision, .reset, .frames: quick ? 1 : 5
         default: quick ? 1 : 3
         }
     }
@@ -49,6 +53,8 @@ enum Scenario: String, CaseIterable, Sendable {
         case .scale: parameter == "1000000" ? 60 : (quick ? 12 : 30)
         case .busyOther, .busySame: 10
         case .wakeups: Double(Self.wakeupWindow(quick: quick)) / 1e9 + 15
+        case .reset: quick ? 20 : 40
+        case .frames: Double(Self.frameDuration(quick: quick)) / 1e9 + 15
         }
     }
 
@@ -56,6 +62,8 @@ enum Scenario: String, CaseIterable, Sendable {
     static func churnOperations(quick: Bool) -> Int { quick ? 50_000 : 200_000 }
     static func busyDuration(quick: Bool) -> Int64 { quick ? NS.second : 2 * NS.second }
     static func wakeupWindow(quick: Bool) -> Int64 { quick ? NS.second : 4 * NS.second }
+    static func resetCount(quick: Bool) -> Int { quick ? 200_000 : 1_000_000 }
+    static func frameDuration(quick: Bool) -> Int64 { quick ? 3 * NS.second : 10 * NS.second }
 
     /// Runs the scenario in this (child) process.
     func run<P: Peer>(_ type: P.Type, parameter: String, quick: Bool) throws -> Figures {
@@ -73,6 +81,12 @@ enum Scenario: String, CaseIterable, Sendable {
             return try Busy.run(peer, same: self == .busySame, duration: Self.busyDuration(quick: quick))
         case .wakeups:
             return try Wakeups.run(peer, toleranceFraction: Double(parameter) ?? 0, measure: Self.wakeupWindow(quick: quick))
+        case .reset:
+            return try Reset.run(
+                peer, pending: Int(parameter) ?? 100_000, resets: Self.resetCount(quick: quick),
+                timeLimit: (quick ? 3 : 6) * NS.second)
+        case .frames:
+            return try Frames.run(peer, duration: Self.frameDuration(quick: quick))
         }
     }
 }

@@ -62,8 +62,10 @@ struct TimerKitBench: ParsableCommand {
         let selectedPeers = peers.isEmpty ? allPeers.filter { !quick || !$0.isVariant } : allPeers.filter { peers.contains($0.name) }
         let runner = Runner(quick: quick, runsOverride: runs, timeoutFactor: timeoutFactor)
         let began = Date()
+        let loadBefore = Self.loadAverage()
         let results = runner.run(scenarios: selectedScenarios, peers: selectedPeers)
         let wall = Date().timeIntervalSince(began)
+        let load = "load average (1, 5, 15 min) \(loadBefore) at the start, \(Self.loadAverage()) at the end; \(ProcessInfo.processInfo.activeProcessorCount) cores"
         let lines = results.map(\.jsonLine)
         if let jsonFile {
             try (lines.joined(separator: "\n") + "\n").write(toFile: jsonFile, atomically: true, encoding: .utf8)
@@ -71,7 +73,7 @@ struct TimerKitBench: ParsableCommand {
         if json {
             for line in lines { print(line) }
         } else {
-            print(Report.markdown(results, scenarios: selectedScenarios, peers: selectedPeers, quick: quick, wall: wall))
+            print(Report.markdown(results, scenarios: selectedScenarios, peers: selectedPeers, quick: quick, wall: wall, load: load))
         }
         if let plot {
             let svg = Plot.precisionSVG(results)
@@ -79,6 +81,12 @@ struct TimerKitBench: ParsableCommand {
             FileHandle.standardError.write(Data("wrote \(plot)\n".utf8))
         }
         FileHandle.standardError.write(Data(String(format: "total wall time %.1f s\n", wall).utf8))
+    }
+
+    /// The first three fields of /proc/loadavg, or "unknown".
+    static func loadAverage() -> String {
+        guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8) else { return "unknown" }
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     /// In a child: run one (scenario, peer, parameter), print one JSON line, and exit without

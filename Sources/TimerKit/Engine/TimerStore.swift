@@ -184,14 +184,30 @@ struct TimerStore {
     mutating func insert(_ work: consuming TimerWork, deadline: Int64, slack: Int64, sequence: UInt32) -> Int32 {
         let index = slab.allocate()
         let entry = slab[index]
-        let room = deadline < 0 ? Int64(UInt32.max) : Int64.max - deadline
         // A free entry holds `.none`, which owns nothing: initialize over it instead of assigning.
         entry.pointer(to: \.work)!.initialize(to: work)
         entry.pointee.deadline = deadline
-        entry.pointee.slack = UInt32(clamping: min(max(slack, 0), room))
+        entry.pointee.slack = Self.clampedSlack(slack, deadline: deadline)
         entry.pointee.sequence = sequence
         place(index)
         return index
+    }
+
+    /// Moves a stored entry to a new deadline in place: the same index, work and creation order,
+    /// nothing freed or allocated (a timer's `reschedule`).
+    mutating func move(_ index: Int32, deadline: Int64, slack: Int64) {
+        unplace(index)
+        let entry = slab[index]
+        entry.pointee.deadline = deadline
+        entry.pointee.slack = Self.clampedSlack(slack, deadline: deadline)
+        place(index)
+    }
+
+    /// The tolerance clamped to `0...UInt32.max` and so that the key does not overflow.
+    @inline(__always)
+    private static func clampedSlack(_ slack: Int64, deadline: Int64) -> UInt32 {
+        let room = deadline < 0 ? Int64(UInt32.max) : Int64.max - deadline
+        return UInt32(clamping: min(max(slack, 0), room))
     }
 
     /// Removes the entry at `index` and returns what it held.

@@ -286,15 +286,18 @@ public final class ScheduledTimer: @unchecked Sendable {
         let intervalNanoseconds = try interval.map { (interval) throws(TimerError) in try Self.validatedInterval(interval) }
         try engine.state.withLock { (state) throws(TimerError) in
             guard machine.lifecycle == .active, !state.isShutDown else { throw .timerInvalidated }
-            let now = engine.now(state)
             let newInterval = intervalNanoseconds ?? machine.interval
-            machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: { now }, kind: engine.kind)
+            // The clock is read only for a start relative to now.
+            machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: { engine.now(state) }, kind: engine.kind)
             machine.interval = newInterval
             machine.burst = nil
             machine.missedWhileSuspended = false
             machine.skippedDeadlines = 0
-            engine.removeIfStored(self, &state)
-            if !machine.isSuspended && !machine.isRunning { engine.insert(self, &state) }
+            if !machine.isSuspended && !machine.isRunning {
+                engine.place(self, &state)
+            } else {
+                engine.removeIfStored(self, &state)
+            }
         }
     }
 

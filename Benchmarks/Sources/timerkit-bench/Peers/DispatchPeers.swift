@@ -3,6 +3,8 @@ import Dispatch
 /// A `DispatchSourceTimer` per timer (leeway = the tolerance, 0 by default), on CLOCK_MONOTONIC
 /// (`DispatchTime`'s uptime clock on Linux).
 class DispatchTimerPeer: @unchecked Sendable {
+    static var resetMethod: String { "`schedule(deadline:)` in place" }
+
     typealias OneShot = any DispatchSourceTimer
 
     /// Where timers are delivered by default.
@@ -30,6 +32,12 @@ class DispatchTimerPeer: @unchecked Sendable {
     }
 
     func cancel(_ timer: any DispatchSourceTimer) { timer.cancel() }
+
+    /// In place: an active source takes a new deadline.
+    func reset(_ timer: any DispatchSourceTimer, to deadline: Int64, id: Int, log: FireLog) throws -> any DispatchSourceTimer {
+        timer.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(deadline)), leeway: .nanoseconds(0))
+        return timer
+    }
 
     func perform(at deadline: Int64, on delivery: Delivery, _ work: @escaping @Sendable () -> Void) throws {
         target(delivery).asyncAfter(deadline: DispatchTime(uptimeNanoseconds: UInt64(deadline)), execute: work)

@@ -8,6 +8,8 @@ import Foundation
 /// Timers are created, added and invalidated on the run loop's own thread, as Foundation asks
 /// (`invalidate()` must come from the thread the timer was installed on).
 final class FoundationRunLoopPeer: Peer {
+    static var resetMethod: String { "`fireDate` in place" }
+
     typealias OneShot = Timer
 
     static let name = "foundation-runloop"
@@ -44,6 +46,12 @@ final class FoundationRunLoopPeer: Peer {
     }
 
     func cancel(_ timer: Timer) { timer.invalidate() }
+
+    /// In place: a new `fireDate` (on the run loop's thread, where reset runs).
+    func reset(_ timer: Timer, to deadline: Int64, id: Int, log: FireLog) throws -> Timer {
+        timer.fireDate = Self.date(deadline)
+        return timer
+    }
 
     func onSchedulingThread(_ body: @escaping @Sendable () -> Void) { loop.sync(body) }
 

@@ -41,6 +41,15 @@ final class TimerKitPeer: Peer {
         return Repeater { timer.invalidate() }
     }
 
+    /// A `FrameClock`: each tick reports its frame's timestamp and the frames it stands for.
+    func frames(framesPerSecond: Int, _ handler: @escaping @Sendable (Tick) -> Void) throws -> Repeater {
+        let frames = try FrameClock.start(framesPerSecond: framesPerSecond, clock: clock) { _, frame in
+            let now = KernelClock.boottime()
+            handler(Tick(now: now, scheduled: frame.timestamp.nanoseconds, count: frame.droppedSinceLast + 1))
+        }
+        return Repeater { frames.invalidate() }
+    }
+
     func wakeUpCount() -> Int? { clock.wakeUpCount }
 
     private func delivery(_ delivery: Delivery) -> TimerDelivery {
@@ -81,6 +90,8 @@ final class TimerKitHeapPeer: Peer {
 /// TimerKit's one-shots as `ScheduledTimer` objects (`ScheduledTimer.once`): what the full timer —
 /// suspend, resume, reschedule, `fire()` — costs over the callback.
 final class TimerKitTimerPeer: Peer {
+    static var resetMethod: String { "`reschedule(at:)` in place" }
+
     typealias OneShot = ScheduledTimer
 
     static let name = "timerkit-timer"
@@ -100,4 +111,42 @@ final class TimerKitTimerPeer: Peer {
     }
 
     func cancel(_ timer: ScheduledTimer) { timer.invalidate() }
+
+    /// In place (C10): the same timer, a new deadline.
+    func reset(_ timer: ScheduledTimer, to deadline: Int64, id: Int, log: FireLog) throws -> ScheduledTimer {
+        try timer.reschedule(at: TimerKitPeer.instant(deadline))
+        return timer
+    }
+}
+
+/// TimerKit's `TimerRegistry<Int>`: one-shots under integer keys, cancelled and reset by key (the
+/// LCTimer scene, and a server's timeouts by connection id). Its handles are the keys.
+final class TimerKitRegistryPeer: Peer {
+    static var resetMethod: String { "`reschedule(key, at:)` in place" }
+
+    typealias OneShot = Int
+
+    static let name = "timerkit-registry"
+    static let capabilities: Capabilities = [.oneShot]
+    static let isVariant = true
+    static let limitations = "timerkit-registry: one-shots by key only (churn, scale, reset)"
+
+    let registry = TimerRegistry<Int>(clock: .dedicated(.continuous))
+
+    init() {}
+
+    @inline(__always) func now() -> Int64 { KernelClock.boottime() }
+
+    func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> Int {
+        try registry.schedule(id, at: TimerKitPeer.instant(deadline)) { _, _ in log.fired(id, at: KernelClock.boottime()) }
+        return id
+    }
+
+    func cancel(_ key: Int) { registry.cancel(key) }
+
+    /// In place, by key.
+    func reset(_ key: Int, to deadline: Int64, id: Int, log: FireLog) throws -> Int {
+        try registry.reschedule(key, at: TimerKitPeer.instant(deadline))
+        return key
+    }
 }
