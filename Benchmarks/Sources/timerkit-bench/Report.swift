@@ -97,7 +97,7 @@ enum Report {
             for parameter in Scenario.reset.parameters(quick: quick) {
                 let base = lookup(.reset, "timerkit", parameter)
                 for peer in peers {
-                    guard let result = lookup(.reset, peer.name, parameter) else { continue }
+                    guard let result = lookup(.reset, peer.name, parameter), result.status != .notApplicable else { continue }
                     out += "| \(peer.name) | \(peer.resetMethod) | " + cellWithSpread(result, "ns_per_op") + " | " + ratio(result, base, "ns_per_op")
                         + " | " + cells(result, ["thread_cpu_ns_per_op", "cpu_ns_per_op", "heap_bytes_per_key", "heap_growth_bytes_per_key"], digits: 0) + " |\n"
                 }
@@ -111,7 +111,7 @@ enum Report {
             out += "| peer | jitter p50 (min–max) | jitter p99 (min–max) | jitter max | lateness p50 | lateness p99 | dropped | bursts | frames | p99 ×tk |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
             let base = lookup(.frames, "timerkit")
             for peer in peerNames {
-                guard let result = lookup(.frames, peer) else { continue }
+                guard let result = lookup(.frames, peer), result.status != .notApplicable else { continue }
                 out += "| \(peer) | " + cellWithSpread(result, "jitter_p50_us") + " | " + cellWithSpread(result, "jitter_p99_us")
                     + " | " + cells(result, ["jitter_max_us", "lateness_p50_us", "lateness_p99_us", "dropped_frames", "burst_frames", "frames"], digits: 0)
                     + " | " + ratio(result, base, "jitter_p99_us") + " |\n"

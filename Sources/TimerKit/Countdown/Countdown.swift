@@ -104,6 +104,19 @@ public final class Countdown: @unchecked Sendable {
     /// Whether the countdown has ended: its final tick was delivered, or it was cancelled.
     public var isFinished: Bool { state.withLock { $0.isFinished } }
 
+    /// What a display shows now: the value, the remaining time (frozen while paused) and the
+    /// deadline, read at this instant. For drawing outside a tick — after ``pause()`` or
+    /// ``resume()``, or when a view appears; ticks still come only when the value changes.
+    public var currentTick: Tick {
+        let now = clock.engine.now()
+        let (remaining, deadline) = state.withLock { state -> (Int64, Int64) in
+            (state.pausedRemaining ?? max(0, now.duration(to: state.deadline)), state.deadline)
+        }
+        return Tick(
+            value: Self.value(remaining, unit: unitNanoseconds), remaining: .nanoseconds(remaining), unit: unit,
+            instant: TimerInstant(kind: clock.kind, nanoseconds: now), deadline: TimerInstant(kind: clock.kind, nanoseconds: deadline))
+    }
+
     private func remainingNanoseconds(now: Int64) -> Int64 {
         state.withLock { state in
             if let paused = state.pausedRemaining { return paused }

@@ -306,7 +306,10 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Makes the timer invalid, and stops a run that was decided but has not begun (C8, also for a
     /// one-shot's final run); returns what must be released and notified after the lock is let go.
     func invalidateLocked() -> (Handler?, (@Sendable () -> Void)?) {
-        _ = runGate.compareExchange(expected: RunGate.decided, desired: RunGate.cancelled, ordering: .sequentiallyConsistent)
+        // The stopped run is not counted: `fireCount` read after invalidate() returns is final.
+        if runGate.compareExchange(expected: RunGate.decided, desired: RunGate.cancelled, ordering: .sequentiallyConsistent).exchanged {
+            machine.fireCount -= 1
+        }
         guard machine.lifecycle == .active else { return (nil, nil) }
         machine.lifecycle = .invalid
         machine.hasPendingManualFire = false
@@ -347,10 +350,10 @@ public final class ScheduledTimer: @unchecked Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
-    /// Forgets a decided run that `invalidate()` stopped before it began. Under the engine lock.
+    /// Forgets a decided run that `invalidate()` stopped before it began (and uncounted). Under the
+    /// engine lock.
     func abandonRun() {
         runGate.store(RunGate.idle, ordering: .sequentiallyConsistent)
-        machine.fireCount -= 1
     }
 
     /// Whether the running delivery would run the handler again right now.

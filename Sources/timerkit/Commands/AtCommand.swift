@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import TimerKit
+
+/// `timerkit at TIME -- COMMAND…`.
+struct AtCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "at",
+        abstract: "Run a command once, at a time of day or a date; its exit status becomes timerkit's.",
+        usage: "timerkit at <time> [--dry-run] -- <command> [<argument> ...]",
+        discussion: """
+            The time is on the wall clock and follows changes to it (C1): if the system clock is set \
+            forward or back while waiting, the command still runs when the wall clock reads the \
+            time. A time of day that has passed today means tomorrow (said on stderr). Ctrl-C while \
+            waiting exits 130 without running the command.
+
+            Example: timerkit at 09:30 -- say "stand-up"
+            """)
+
+    @Argument(help: ArgumentHelp("When: \(TimeText.help).", valueName: "time"))
+    var time: String
+
+    @Flag(help: "Print when the command would run, and exit.")
+    var dryRun = false
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
+    var command: [String] = []
+
+    func validate() throws {
+        do {
+            _ = try TimeText.resolve(time, now: Date())
+        } catch {
+            throw ValidationError(error.message)
+        }
+        if command.isEmpty && !dryRun { throw ValidationError("missing command after --, as in: timerkit at 09:30 -- date") }
+    }
+
+    func run() throws {
+        let target: TimeText
+        do {
+            target = try TimeText.resolve(time, now: Date())
+        } catch {
+            throw ValidationError(error.message)
+        }
+        if target.movedToTomorrow { Output.error("timerkit at: \(time) has passed today; waiting until tomorrow, \(TimeText.describe(target.date))") }
+        if dryRun {
+            Output.line("timerkit at \(time): would run at \(TimeText.describe(target.date))")
+            return
+        }
+        let status = try OneShotRun(name: "at", at: .date(target.date), clock: .wall, command: command).run()
+        if status != 0 { throw ExitCode(status) }
+    }
+}

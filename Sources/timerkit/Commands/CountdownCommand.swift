@@ -1,0 +1,53 @@
+import ArgumentParser
+import Foundation
+import TimerKit
+
+/// `timerkit countdown DURATION|TIME [--label TEXT]`.
+struct CountdownCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "countdown",
+        abstract: "A live countdown to a duration from now or to a time.",
+        usage: "timerkit countdown <duration|time> [--label <text>]",
+        discussion: """
+            On a terminal: one line redrawn in place with a progress bar; p or space pauses and \
+            resumes (exactly: the remaining time is frozen to the nanosecond), q or Ctrl-C quits and \
+            restores the terminal. Otherwise one plain line per second, no escape codes. Colour only \
+            on a terminal and never when NO_COLOR is set. The value shown is the remaining time \
+            rounded up, and changes exactly when a second of it passes; a countdown to a duration runs \
+            on the continuous clock (it counts the machine's sleep), one to a time on the wall clock.
+            Exit status: 0 at zero, 130 on Ctrl-C or q.
+
+            Examples: timerkit countdown 25m --label Tea    timerkit countdown 20:00 --label "Sale ends"
+            """)
+
+    @Argument(help: ArgumentHelp("How long (\(DurationText.help)), or until when (\(TimeText.help)).", valueName: "duration|time"))
+    var target: String
+
+    @Option(help: "A label shown beside the remaining time.")
+    var label: String?
+
+    /// The deadline and its clock, from the argument.
+    func resolvedTarget(now: Date = Date()) throws -> (TimerStart, TimerClock, String?) {
+        do {
+            if TimeText.looksLikeTime(target) {
+                let time = try TimeText.resolve(target, now: now)
+                let note = time.movedToTomorrow ? "timerkit countdown: \(target) has passed today; counting down to tomorrow, \(TimeText.describe(time.date))" : nil
+                return (.date(time.date), .wall, note)
+            }
+            return (.after(try DurationText.positive(target, what: "the countdown")), .continuous, nil)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func validate() throws {
+        _ = try resolvedTarget()
+    }
+
+    func run() throws {
+        let (start, clock, note) = try resolvedTarget()
+        if let note { Output.error(note) }
+        let status = try CountdownRun(to: start, clock: clock, label: label).run()
+        if status != 0 { throw ExitCode(status) }
+    }
+}

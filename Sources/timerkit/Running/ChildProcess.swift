@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A command run as a child process, with the shell's exit-status conventions.
+///
+/// The child inherits the terminal and the process group (so Ctrl-C at a terminal reaches it, and
+/// an interactive command can read the terminal), with SIGINT, SIGTERM, SIGHUP, SIGQUIT and
+/// SIGPIPE at their default actions and no signal blocked, whatever `timerkit` itself does with
+/// them.
+struct ChildProcess: Sendable {
+    let pid: pid_t
+
+    /// Why a command could not be started, with the status a shell gives for it.
+    struct LaunchError: Error, CustomStringConvertible {
+        let command: String
+        let code: Int32
+
+        /// 127 when the command was not found, 126 when it was found but cannot be run.
+        var exitStatus: Int32 { code == ENOENT || code == ENOTDIR ? 127 : 126 }
+
+        var description: String {
+            exitStatus == 127
+                ? "command not found: \(command)"
+                : "cannot run \(command): \(String(cString: strerror(code)))"
+        }
+    }
+
+    /// How a child ended.
+    enum Termination: Equatable, Sendable {
+        case exited(Int32)
+        case signaled(Int32)
+
+        /// The status a shell reports: the exit code, or 128 + the signal's number.
+        var status: Int32 {
+            switch self {
+            case .exited(let code): code
+            case .signaled(let signal): 128 + signal
+            }
+        }
+
+        var succeeded: Bool { self == .exited(0) }
+    }
+
+    /// Starts `arguments[0]` (looked up in `PATH` unless it contains a slash) with the rest as its
+    /// arguments. With `outputToStandardError`, the child's standard output goes to this process's
+    /// standard error (`every --json` keeps stdout for its own lines).
+    static func launch(_ arguments: [String], outputToStandardError: Bool = false) throws(LaunchError) -> ChildProcess {
+        precondition(!arguments.isEmpty, "ChildProcess.launch: no command")
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if outputToStandardError { posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO) }
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var pid = pid_t()
+        let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
+        guard result == 0 else { throw LaunchError(command: arguments[0], code: result) }
+        return ChildProcess(pid: pid)
+    }
+
+    /// Waits for the child to end (blocking the calling thread).
+    func wait() -> Termination {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 {
+            guard errno == EINTR else { return .exited(127) }
+        }
+        // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
+    }
+
+    /// Sends `signal` to the child (ignored if it has already ended).
+    func send(_ signal: Int32) { _ = kill(pid, signal) }
+}

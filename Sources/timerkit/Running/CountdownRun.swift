@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Foundation
+import Synchronization
+import TimerKit
+
+/// `timerkit countdown`: the library's ``Countdown`` (remaining time is always deadline − now, so
+/// it cannot drift; the shown value changes exactly when a second of it passes), drawn on the
+/// terminal or printed a line per tick.
+final class CountdownRun: Sendable {
+    private let start: TimerStart
+    private let clock: TimerClock
+    private let line: CountdownLine
+    private let terminal = Terminal()
+    private let interactive: Bool
+    private let queue = DispatchQueue(label: "timerkit.countdown")
+    private let countdown = Mutex<Countdown?>(nil)
+    /// The exit status, set once by whoever ends the countdown first.
+    private let ending = Mutex<Int32?>(nil)
+    private let finished = DispatchSemaphore(value: 0)
+    /// The total, for the progress bar: the remaining time when the countdown started.
+    private let total = Mutex<Duration>(.zero)
+
+    init(to start: TimerStart, clock: TimerClock, label: String?) {
+        self.start = start
+        self.clock = clock
+        interactive = Terminal.isOutputTerminal
+        line = CountdownLine(label: label, color: Terminal.usesColor)
+    }
+
+    /// Counts down; returns 0 at zero, 128 + the signal's number on a signal, 130 on `q`.
+    func run() throws -> Int32 {
+        SignalRelay.install { [self] signal in end(128 + signal) }
+        if interactive {
+            terminal.enterKeyMode()
+            Output.raw(Terminal.Escape.hideCursor)
+            terminal.readKeys { [self] key in self.key(key) }
+        }
+        let made = try Countdown.start(to: start, clock: clock, delivery: .queue(queue)) { [self] countdown, tick in
+            show(tick, paused: countdown.isPaused)
+            if tick.isFinished { end(0) }
+        }
+        // The first tick is delivered on the queue; read the total before it is drawn.
+        queue.sync {
+            total.withLock { $0 = made.remaining }
+            countdown.withLock { $0 = made }
+        }
+        finished.wait()
+        made.cancel()
+        // Whatever was being drawn has been drawn: the queue is serial.
+        queue.sync {}
+        if interactive {
+            Output.raw("\n")
+            terminal.restore()
+        }
+        return ending.withLock { $0 } ?? 0
+    }
+
+    private func show(_ tick: Countdown.Tick, paused: Bool) {
+        guard ending.withLock({ $0 == nil }) || tick.isFinished else { return }
+        if interactive {
+            Output.raw(line.terminal(tick, total: total.withLock { $0 }, paused: paused, columns: Terminal.columns))
+        } else {
+            Output.line(line.plain(tick))
+        }
+    }
+
+    /// `p` or space pauses and resumes; `q` quits.
+    private func key(_ byte: UInt8) {
+        switch byte {
+        case UInt8(ascii: "p"), UInt8(ascii: "P"), UInt8(ascii: " "):
+            guard let countdown = countdown.withLock({ $0 }), !countdown.isFinished else { return }
+            if countdown.isPaused { countdown.resume() } else { countdown.pause() }
+            // Redraw at once with the new state; the value is the countdown's own.
+            queue.async { [self] in
+                let tick = countdown.currentTick
+                show(tick, paused: countdown.isPaused)
+            }
+        case UInt8(ascii: "q"), UInt8(ascii: "Q"):
+            end(130)
+        default:
+            break
+        }
+    }
+
+    private func end(_ status: Int32) {
+        let first = ending.withLock { ending -> Bool in
+            guard ending == nil else { return false }
+            ending = status
+            return true
+        }
+        if first { finished.signal() }
+    }
+}

@@ -1,0 +1,166 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Foundation
+import Synchronization
+import TimerKit
+
+/// `timerkit every`: runs a command on a repeating timer's grid, start to start, one run at a time,
+/// until a count, a time limit, a failure (`--fail-fast`) or a signal ends it.
+///
+/// The runs are the timer's handler on a serial queue of their own, so a run that overruns makes
+/// the timer miss deadlines and its missed-deadline policy decides (C5): `burst` runs the missed
+/// ones back to back, `coalesce` runs once for all of them at once, and `skip` — the default —
+/// waits for the next grid deadline: a deadline that came while the previous run was still going
+/// gets no run of its own. Whatever got no run is counted in the summary.
+final class EveryRun: Sendable {
+    struct Options: Sendable {
+        var interval: Duration
+        var count: Int?
+        var limit: Duration?
+        var tolerance: Duration
+        var missed: MissedChoice
+        var clock: TimerClock
+        var failFast: Bool
+        var json: Bool
+        var command: [String]
+    }
+
+    /// Why the runs ended.
+    enum Ending: Sendable, Equatable {
+        case countReached
+        case timeUp
+        case failed(Int32)
+        case cannotLaunch(Int32)
+        case signal(Int32)
+    }
+
+    private struct State {
+        var summary = RunSummary()
+        var ending: Ending?
+        var timer: ScheduledTimer?
+        var child: ChildProcess?
+        /// When the previous run ended, on the timer's clock.
+        var previousEnd = Int64.min
+    }
+
+    /// How long a child has after a forwarded signal before it is killed.
+    static let gracePeriod: Duration = .seconds(2)
+
+    private let options: Options
+    private let intervalNanoseconds: Int64
+    private let queue = DispatchQueue(label: "timerkit.every.runs")
+    private let state = Mutex(State())
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ options: Options) {
+        self.options = options
+        intervalNanoseconds = DurationText.wholeNanoseconds(options.interval)
+        wallOffset = Int64((Date().timeIntervalSince1970 * 1e9).rounded()) - options.clock.now.nanoseconds
+    }
+
+    /// Runs until the end; prints the summary on stderr and returns the exit status.
+    func run() throws -> Int32 {
+        SignalRelay.install { [self] signal in interrupt(signal) }
+        let clock = options.clock
+        let started = clock.now.nanoseconds
+        let timer = try ScheduledTimer.repeating(
+            every: options.interval, first: .now, tolerance: options.tolerance, clock: clock,
+            missedDeadlines: options.missed.policy, delivery: .queue(queue)
+        ) { [self] _, fire in self.fire(fire) }
+        state.withLock { $0.timer = timer }
+        let limit = try options.limit.map { (limit) throws(TimerError) in
+            try ScheduledTimer.once(at: .after(limit), clock: clock) { [self] _, _ in stop(.timeUp) }
+        }
+        finished.wait()
+        limit?.invalidate()
+        let (summary, ending) = state.withLock { state in
+            state.summary.elapsed = clock.now.nanoseconds - started
+            return (state.summary, state.ending)
+        }
+        Output.error(summary.text(policy: options.missed))
+        switch ending {
+        case .countReached, .timeUp, nil: return 0
+        case .failed(let status), .cannotLaunch(let status): return status
+        case .signal(let signal): return 128 + signal
+        }
+    }
+
+    /// One fire of the timer: runs the command once, unless the runs are over or (under skip) the
+    /// deadline came while the previous run was still going.
+    private func fire(_ fire: TimerFire) {
+        let latest = fire.scheduledDeadline.nanoseconds + Int64(max(fire.deadlineCount - 1, 0)) * intervalNanoseconds
+        let number = state.withLock { state -> Int? in
+            guard state.ending == nil else { return nil }
+            state.summary.skipped += fire.skippedDeadlineCount
+            if options.missed == .skip && latest <= state.previousEnd {
+                state.summary.skipped += fire.deadlineCount
+                return nil
+            }
+            state.summary.coalesced += max(fire.deadlineCount - 1, 0)
+            return state.summary.runs.count + 1
+        }
+        guard let number else { return }
+        let start = options.clock.now.nanoseconds
+        let child: ChildProcess
+        do {
+            child = try ChildProcess.launch(options.command, outputToStandardError: options.json)
+        } catch {
+            Output.error("timerkit every: \(error)")
+            return stop(.cannotLaunch(error.exitStatus))
+        }
+        state.withLock { $0.child = child }
+        let termination = child.wait()
+        let end = options.clock.now.nanoseconds
+        let record = RunRecord(number: number, deadline: latest, start: start, duration: end - start, status: termination.status)
+        if options.json { Output.line(record.json(wallOffset: wallOffset)) }
+        let ending = state.withLock { state -> Ending? in
+            state.child = nil
+            state.previousEnd = end
+            state.summary.runs.append(record)
+            if options.failFast && !termination.succeeded { return .failed(termination.status) }
+            if let count = options.count, number >= count { return .countReached }
+            return nil
+        }
+        if let ending { stop(ending) }
+    }
+
+    /// Ends the runs (the first reason wins): no new run starts, and once the one under way (if
+    /// any) has returned, `run()` prints the summary.
+    private func stop(_ ending: Ending) {
+        let timer = state.withLock { state -> ScheduledTimer? in
+            guard state.ending == nil else { return nil }
+            state.ending = ending
+            defer { state.timer = nil }
+            return state.timer
+        }
+        guard let timer else { return }
+        timer.invalidate()
+        // After the run under way: the runs' queue is serial.
+        queue.async { self.finished.signal() }
+    }
+
+    /// SIGINT, SIGTERM or SIGHUP: stop, pass the signal on to a running command, and kill it if it
+    /// is still running after the grace period. A second signal kills it at once.
+    private func interrupt(_ signal: Int32) {
+        let (child, again) = state.withLock { ($0.child, $0.ending != nil) }
+        stop(.signal(signal))
+        guard let child else { return }
+        if again {
+            child.send(SIGKILL)
+            return
+        }
+        child.send(signal)
+        let pid = child.pid
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { [self] in
+            if state.withLock({ $0.child?.pid == pid }) { child.send(SIGKILL) }
+        }
+    }
+
+    /// Nanoseconds since 1970 minus the clock's reading, for `--json`: read once, so that the
+    /// deadlines printed lie exactly on the grid.
+    private let wallOffset: Int64
+}

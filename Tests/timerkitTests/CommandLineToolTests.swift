@@ -1,0 +1,306 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Testing
+
+/// The subcommands, run as a person runs them: the built binary, its output and exit status.
+/// Real-time checks assert what holds on a loaded machine: never early, on the grid, counts that
+/// add up, order.
+@Suite("timerkit subcommands", .timeLimit(.minutes(2)))
+struct CommandLineToolTests {
+    // MARK: Usage and exit statuses
+
+    @Test("a bare timerkit prints help with one example per subcommand; --version prints the version")
+    func helpAndVersion() throws {
+        let help = try ToolRunner.run([])
+        #expect(help.status == 0)
+        for example in ["timerkit countdown 25m", "timerkit every 1s", "timerkit after 2s", "timerkit at 09:30", "timerkit demo"] {
+            #expect(help.output.contains(example), "\(example) is missing from: \(help.output)")
+        }
+        let version = try ToolRunner.run(["--version"])
+        #expect(version.status == 0)
+        #expect(version.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".").count == 3)
+    }
+
+    @Test("bad input gets one line naming the problem, the usage, and exit 64", arguments: [
+        (["every", "5x", "--", "true"], "unknown unit 'x'"),
+        (["every", "0s", "--", "true"], "the interval must be more than zero"),
+        (["every", "-1s", "--", "true"], "negative duration"),
+        (["every", "1s", "--count", "0", "--", "true"], "--count must be at least 1"),
+        (["every", "1s"], "missing command after --"),
+        (["every", "1s", "--missed", "sometimes", "--", "true"], "sometimes"),
+        (["after", "2s"], "missing command after --"),
+        (["at", "25:00", "--", "true"], "impossible time '25:00'"),
+        (["at", "2001-01-01T00:00:00Z", "--", "true"], "is in the past"),
+        (["countdown", "soon"], "invalid duration 'soon'"),
+        (["countdown", "0s"], "the countdown must be more than zero"),
+        (["sometimes"], "sometimes"),
+    ])
+    func badInput(arguments: [String], problem: String) throws {
+        let outcome = try ToolRunner.run(arguments)
+        #expect(outcome.status == 64, "\(outcome.error)")
+        #expect(outcome.error.contains(problem), "\(outcome.error)")
+        #expect(outcome.error.contains("Usage:"), "\(outcome.error)")
+        #expect(!outcome.error.contains("Fatal error") && !outcome.error.contains("Stack dump"))
+    }
+
+    @Test("a command that is not found exits 127, one that cannot be run 126, one killed by a signal 128 + n")
+    func commandStatuses() throws {
+        let missing = try ToolRunner.run(["after", "0s", "--", "no-such-command-timerkit"])
+        #expect(missing.status == 127)
+        #expect(missing.error.contains("command not found: no-such-command-timerkit"))
+
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("timerkit-not-executable-\(getpid())")
+        try "echo hi\n".write(to: file, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let notExecutable = try ToolRunner.run(["after", "0s", "--", file.path])
+        #expect(notExecutable.status == 126, "\(notExecutable.error)")
+
+        let killed = try ToolRunner.run(["after", "0s", "--", "sh", "-c", "kill -TERM $$"])
+        #expect(killed.status == 128 + SIGTERM)
+
+        let everyMissing = try ToolRunner.run(["every", "100ms", "--", "no-such-command-timerkit"])
+        #expect(everyMissing.status == 127)
+    }
+
+    // MARK: after and at
+
+    @Test("after runs the command once, never early, and takes its exit status")
+    func after() throws {
+        let outcome = try ToolRunner.run(["after", "300ms", "--", "sh", "-c", "echo ran; exit 3"])
+        #expect(outcome.status == 3)
+        #expect(outcome.output == "ran\n")
+        #expect(outcome.seconds >= 0.3)
+    }
+
+    @Test("at runs the command at a wall-clock time, never early")
+    func at() throws {
+        let target = Date().addingTimeInterval(1.5)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let outcome = try ToolRunner.run(["at", formatter.string(from: target), "--", "sh", "-c", "date +%s.%N"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let ran = try #require(Double(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(ran >= target.timeIntervalSince1970)
+    }
+
+    @Test("--dry-run prints when the runs would start and runs nothing")
+    func dryRun() throws {
+        let every = try ToolRunner.run(["every", "90m", "--count", "3", "--dry-run", "--", "false"])
+        #expect(every.status == 0)
+        #expect(every.output.contains("the first 3 runs would start at"))
+        #expect(every.output.contains("(+1h30m)") && every.output.contains("(+3h)"))
+        let at = try ToolRunner.run(["at", "23:59:59", "--dry-run", "--", "false"])
+        #expect(at.status == 0)
+        #expect(at.output.contains("would run at"))
+        let after = try ToolRunner.run(["after", "2m", "--dry-run"])
+        #expect(after.status == 0 && after.output.contains("would run at"))
+    }
+
+    @Test("a signal while waiting ends after and at with 128 + n, and the command never runs")
+    func signalWhileWaiting() throws {
+        let outcome = try ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"]) { process in
+            usleep(300_000)
+            kill(process.processIdentifier, SIGINT)
+        }
+        #expect(outcome.status == 130)
+        #expect(outcome.output.isEmpty)
+        #expect(outcome.seconds < 25)
+    }
+
+    // MARK: every
+
+    /// The `--json` lines of an `every` run.
+    struct Run: Decodable {
+        var run: Int
+        var deadline: Double
+        var start: Double
+        var lateness_ms: Double
+        var exit_status: Int32
+        var duration_ms: Double
+    }
+
+    static func runs(_ output: String) throws -> [Run] {
+        try output.split(separator: "\n").map { try JSONDecoder().decode(Run.self, from: Data($0.utf8)) }
+    }
+
+    @Test("every runs on its grid, start to start: deadlines first + k·interval, no run early, runs in order, and the summary adds up")
+    func grid() throws {
+        let outcome = try ToolRunner.run(["every", "100ms", "--count", "8", "--json", "--", "sh", "-c", "echo child"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let runs = try Self.runs(outcome.output)
+        #expect(runs.map(\.run) == Array(1...8))
+        let first = try #require(runs.first).deadline
+        for run in runs {
+            // On the grid: the deadline a run stands for is first + k·interval (µs in the JSON).
+            let k = ((run.deadline - first) / 0.1).rounded()
+            #expect(abs(run.deadline - (first + k * 0.1)) < 2e-6)
+            #expect(run.lateness_ms >= 0)
+            #expect(run.exit_status == 0)
+        }
+        // In order, never overlapping: each starts after the previous one's deadline and end.
+        for (previous, next) in zip(runs, runs.dropFirst()) {
+            #expect(next.deadline > previous.deadline)
+            #expect(next.start >= previous.start + previous.duration_ms / 1000 - 2e-6)
+        }
+        // The command's own output went to stderr; stdout is JSON only.
+        #expect(outcome.error.components(separatedBy: "child\n").count - 1 == 8)
+        let skipped = Int(((runs.last!.deadline - first) / 0.1).rounded()) + 1 - runs.count
+        #expect(outcome.error.contains("timerkit every: 8 runs in "))
+        #expect(outcome.error.contains("; \(skipped) deadline\(skipped == 1 ? "" : "s") skipped;"), "\(outcome.error)")
+    }
+
+    @Test("the command reads the time it started: never before its grid deadline")
+    func childSeesGrid() throws {
+        let outcome = try ToolRunner.run(["every", "150ms", "--count", "5", "--", "date", "+%s.%N"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let times = outcome.output.split(separator: "\n").compactMap { Double($0) }
+        #expect(times.count == 5)
+        // Started in order, each at least an interval after the first run's deadline k·150 ms
+        // (the first run's own start is its deadline plus its launch time, so this is a lower bound).
+        for (previous, next) in zip(times, times.dropFirst()) { #expect(next > previous) }
+        if let first = times.first, let last = times.last { #expect(last - first >= 4 * 0.15 - 0.15) }
+    }
+
+    @Test("skip: a run that overruns its interval makes the deadlines that came during it wait for the next one, counted as skipped")
+    func overrunSkips() throws {
+        let outcome = try ToolRunner.run(["every", "100ms", "--count", "3", "--json", "--", "sleep", "0.25"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let runs = try Self.runs(outcome.output)
+        #expect(runs.count == 3)
+        let first = runs[0].deadline
+        var accounted = 0
+        for (previous, next) in zip(runs, runs.dropFirst()) {
+            // Each run's deadline came after the previous run had ended: it waited for the grid.
+            #expect(next.deadline >= previous.start + previous.duration_ms / 1000 - 2e-6)
+            accounted = Int(((next.deadline - first) / 0.1).rounded())
+        }
+        // At least the two deadlines inside each 250 ms run were skipped; all are accounted for.
+        let skipped = accounted + 1 - runs.count
+        #expect(skipped >= 4)
+        #expect(outcome.error.contains("; \(skipped) deadlines skipped;"), "\(outcome.error)")
+    }
+
+    @Test("coalesce: one run at once stands for every deadline missed while a run overran, counted as coalesced")
+    func overrunCoalesces() throws {
+        let outcome = try ToolRunner.run(["every", "100ms", "--count", "3", "--missed", "coalesce", "--json", "--", "sleep", "0.25"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let runs = try Self.runs(outcome.output)
+        #expect(runs.count == 3)
+        #expect(outcome.error.contains("deadlines coalesced"))
+        #expect(!outcome.error.contains("; 0 deadlines coalesced"))
+    }
+
+    @Test("--fail-fast stops at the first failing run and exits with its status; without it failures are counted")
+    func failFast() throws {
+        let stopped = try ToolRunner.run(["every", "50ms", "--count", "5", "--fail-fast", "--", "sh", "-c", "exit 4"])
+        #expect(stopped.status == 4)
+        #expect(stopped.error.contains("timerkit every: 1 run in"))
+        let counted = try ToolRunner.run(["every", "50ms", "--count", "3", "--", "sh", "-c", "exit 4"])
+        #expect(counted.status == 0)
+        #expect(counted.error.contains("3 failures"))
+    }
+
+    @Test("--for ends the runs after a time; the runs done fit in it")
+    func forDuration() throws {
+        let outcome = try ToolRunner.run(["every", "100ms", "--for", "450ms", "--json", "--", "true"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let runs = try Self.runs(outcome.output)
+        // Deadlines at 0, 100, …, 400 ms lie inside 450 ms; on a loaded machine some may be skipped.
+        #expect((1...5).contains(runs.count))
+        if let first = runs.first, let last = runs.last { #expect(last.deadline - first.deadline < 0.45) }
+    }
+
+    @Test("Ctrl-C stops every: the signal reaches the running command, the summary is printed, exit 130")
+    func interruptForwards() throws {
+        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"]) { process in
+            usleep(500_000)
+            kill(process.processIdentifier, SIGINT)
+        }
+        #expect(outcome.status == 130)
+        #expect(outcome.error.contains("timerkit every: 1 run in"))
+        #expect(outcome.seconds < 25)
+        // The child is gone (the tool waited for it).
+        if let pid = Int32(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            #expect(kill(pid, 0) == -1)
+        }
+    }
+
+    @Test("a command that ignores the signal is killed after the grace period")
+    func graceThenKill() throws {
+        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"]) { process in
+            usleep(500_000)
+            kill(process.processIdentifier, SIGINT)
+        }
+        #expect(outcome.status == 130)
+        #expect(outcome.seconds >= 2)
+        #expect(outcome.seconds < 25)
+        #expect(outcome.error.contains("1 failure"))
+    }
+
+    // MARK: countdown
+
+    @Test("countdown into a pipe prints one plain line per second, 3, 2, 1, 0, and exits 0")
+    func countdownPiped() throws {
+        let outcome = try ToolRunner.run(["countdown", "3s", "--label", "tea"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        #expect(outcome.output == "0:03  tea\n0:02  tea\n0:01  tea\n0:00  tea\n")
+        #expect(!outcome.output.contains("\u{1B}"))
+        #expect(outcome.seconds >= 3)
+    }
+
+    @Test("countdown on a terminal redraws one line, pauses and resumes on p, and q quits with the terminal restored")
+    func countdownTerminal() throws {
+        let terminal = try PseudoTerminal()
+        let process = Process()
+        process.executableURL = ToolRunner.executable
+        process.arguments = ["countdown", "1m", "--label", "tea"]
+        let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = nil
+        process.environment = environment
+        try process.run()
+        #expect(terminal.wait { $0.contains("1:00  tea") })
+        #expect(terminal.text.contains("\r\u{1B}[2K"))
+        #expect(terminal.text.contains("\u{1B}[32m"))  // colour on a terminal
+        #expect(terminal.wait { _ in !terminal.isCanonicalWithEcho })
+        terminal.type("p")
+        #expect(terminal.wait { $0.contains("paused · p resume") })
+        terminal.type("p")
+        #expect(terminal.wait { $0.hasSuffix("p pause · q quit\u{1B}[0m") })
+        terminal.type("q")
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(terminal.isCanonicalWithEcho)
+        #expect(terminal.wait { $0.contains("\u{1B}[?25h") })  // the cursor is shown again
+    }
+
+    @Test("countdown on a terminal: Ctrl-C exits 130 with the terminal restored, and NO_COLOR turns colour off")
+    func countdownInterrupted() throws {
+        let terminal = try PseudoTerminal()
+        let process = Process()
+        process.executableURL = ToolRunner.executable
+        process.arguments = ["countdown", "1m"]
+        let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
+        process.standardInput = handle
+        process.standardOutput = handle
+        process.standardError = handle
+        var environment = ProcessInfo.processInfo.environment
+        environment["NO_COLOR"] = "1"
+        process.environment = environment
+        try process.run()
+        #expect(terminal.wait { $0.contains("1:00") })
+        #expect(terminal.wait { _ in !terminal.isCanonicalWithEcho })
+        kill(process.processIdentifier, SIGINT)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 130)
+        #expect(terminal.isCanonicalWithEcho)
+        #expect(!terminal.text.contains("\u{1B}[32m"))
+    }
+}
