@@ -153,16 +153,20 @@ struct CommandLineToolTests {
         #expect(outcome.error.contains("; \(skipped) deadline\(skipped == 1 ? "" : "s") skipped;"), "\(outcome.error)")
     }
 
-    @Test("the command reads the time it started: never before its grid deadline")
+    @Test("each run's command reads the clock no earlier than its grid deadline, and the deadlines are first + k·interval")
     func childSeesGrid() throws {
-        let outcome = try ToolRunner.run(["every", "150ms", "--count", "5", "--", "date", "+%s.%N"])
+        // With --json the command's output goes to stderr: there, each run's own reading of the clock.
+        let outcome = try ToolRunner.run(["every", "150ms", "--count", "5", "--json", "--", "date", "+%s.%N"])
         #expect(outcome.status == 0, "\(outcome.error)")
-        let times = outcome.output.split(separator: "\n").compactMap { Double($0) }
-        #expect(times.count == 5)
-        // Started in order, each at least an interval after the first run's deadline k·150 ms
-        // (the first run's own start is its deadline plus its launch time, so this is a lower bound).
-        for (previous, next) in zip(times, times.dropFirst()) { #expect(next > previous) }
-        if let first = times.first, let last = times.last { #expect(last - first >= 4 * 0.15 - 0.15) }
+        let runs = try Self.runs(outcome.output)
+        let readings = outcome.error.split(separator: "\n").compactMap { Double($0) }
+        try #require(runs.count == 5 && readings.count == 5)
+        for (k, (run, reading)) in zip(runs, readings).enumerated() {
+            #expect(abs(run.deadline - (runs[0].deadline + Double(k) * 0.15)) < 2e-6, "run \(k + 1) is off the grid")
+            // Never early: the command ran after its deadline (the JSON's instants are µs-rounded).
+            #expect(reading >= run.deadline - 2e-6, "run \(k + 1) read \(reading), deadline \(run.deadline)")
+            #expect(reading >= run.start - 2e-6)
+        }
     }
 
     @Test("skip: a run that overruns its interval makes the deadlines that came during it wait for the next one, counted as skipped")

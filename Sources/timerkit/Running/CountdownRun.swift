@@ -38,7 +38,6 @@ final class CountdownRun: Sendable {
         if interactive {
             terminal.enterKeyMode()
             Output.raw(Terminal.Escape.hideCursor)
-            terminal.readKeys { [self] key in self.key(key) }
         }
         let made = try Countdown.start(to: start, clock: clock, delivery: .queue(queue)) { [self] countdown, tick in
             show(tick, paused: countdown.isPaused)
@@ -49,6 +48,9 @@ final class CountdownRun: Sendable {
             total.withLock { $0 = made.remaining }
             countdown.withLock { $0 = made }
         }
+        // Keys typed before this wait in the terminal's buffer; read from now on, they find the
+        // countdown.
+        if interactive { terminal.readKeys { [self] key in self.key(key) } }
         finished.wait()
         made.cancel()
         // Whatever was being drawn has been drawn: the queue is serial.
