@@ -259,6 +259,7 @@ struct CommandLineToolTests {
     @Test("countdown on a terminal redraws one line, pauses and resumes on p, and q quits with the terminal restored")
     func countdownTerminal() throws {
         let terminal = try PseudoTerminal()
+        defer { terminal.close() }
         let process = Process()
         process.executableURL = ToolRunner.executable
         process.arguments = ["countdown", "1m", "--label", "tea"]
@@ -288,6 +289,7 @@ struct CommandLineToolTests {
     @Test("countdown on a terminal: Ctrl-C exits 130 with the terminal restored, and NO_COLOR turns colour off")
     func countdownInterrupted() throws {
         let terminal = try PseudoTerminal()
+        defer { terminal.close() }
         let process = Process()
         process.executableURL = ToolRunner.executable
         process.arguments = ["countdown", "1m"]

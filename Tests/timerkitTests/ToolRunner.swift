@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 
 /// Runs the built `timerkit` binary and collects what it wrote.
 struct ToolRunner {
@@ -70,6 +71,12 @@ struct ToolRunner {
         private var output = Data()
         private var error = Data()
 
+        func append(_ data: Data) {
+            lock.lock()
+            output.append(data)
+            lock.unlock()
+        }
+
         func set(_ data: Data, isError: Bool) {
             lock.lock()
             if isError { error = data } else { output = data }
@@ -85,13 +92,13 @@ struct ToolRunner {
 }
 
 /// A pseudo-terminal whose slave end is a tool's terminal: the test reads what the tool draws and
-/// types keys into it.
+/// types keys into it. ``close()`` stops the reader and closes both ends.
 final class PseudoTerminal: @unchecked Sendable {
     let master: Int32
     let slave: Int32
-    private let lock = NSLock()
-    private var received = Data()
-    private var reader: Thread?
+    private let received = ToolRunner.Collected()
+    private let stopped = Flag()
+    private let readerDone = DispatchSemaphore(value: 0)
 
     init() throws {
         #if os(Linux)
@@ -116,31 +123,31 @@ final class PseudoTerminal: @unchecked Sendable {
         guard slave >= 0 else { throw POSIXError(.ENODEV) }
         var size = winsize(ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
-        let thread = Thread { [self] in
+        // The reader holds what it needs, not the terminal: polls so that close() can stop it.
+        let (master, received, stopped, done) = (master, received, stopped, readerDone)
+        Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
+            var descriptor = pollfd(fd: master, events: Int16(POLLIN), revents: 0)
+            while !stopped.isSet {
+                guard poll(&descriptor, 1, 20) > 0 else { continue }
                 let count = read(master, &buffer, buffer.count)
-                guard count > 0 else { return }
-                lock.lock()
-                received.append(contentsOf: buffer[0..<count])
-                lock.unlock()
+                guard count > 0 else { break }
+                received.append(Data(buffer[0..<count]))
             }
-        }
-        thread.start()
-        reader = thread
+            done.signal()
+        }.start()
     }
 
-    deinit {
-        close(slave)
-        close(master)
+    /// Stops the reader and closes both ends.
+    func close() {
+        stopped.set()
+        readerDone.wait()
+        closeDescriptor(slave)
+        closeDescriptor(master)
     }
 
     /// Everything the tool has drawn so far.
-    var text: String {
-        lock.lock()
-        defer { lock.unlock() }
-        return String(decoding: received, as: UTF8.self)
-    }
+    var text: String { received.text(isError: false) }
 
     /// Types `text`.
     func type(_ text: String) {
@@ -164,4 +171,20 @@ final class PseudoTerminal: @unchecked Sendable {
         let wanted = tcflag_t(ICANON | ECHO)
         return settings.c_lflag & wanted == wanted
     }
+}
+
+/// `close(2)`, out of the reach of ``PseudoTerminal/close()``'s name.
+private func closeDescriptor(_ descriptor: Int32) {
+    #if canImport(Glibc)
+    _ = Glibc.close(descriptor)
+    #else
+    _ = Darwin.close(descriptor)
+    #endif
+}
+
+/// A flag one thread sets and another reads.
+final class Flag: Sendable {
+    private let value = Atomic<Bool>(false)
+    var isSet: Bool { value.load(ordering: .acquiring) }
+    func set() { value.store(true, ordering: .releasing) }
 }
