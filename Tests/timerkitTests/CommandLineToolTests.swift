@@ -102,10 +102,7 @@ struct CommandLineToolTests {
 
     @Test("a signal while waiting ends after and at with 128 + n, and the command never runs")
     func signalWhileWaiting() throws {
-        let outcome = try ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"]) { process in
-            usleep(300_000)
-            kill(process.processIdentifier, SIGINT)
-        }
+        let outcome = try ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"], interruptAfter: .milliseconds(300))
         #expect(outcome.status == 130)
         #expect(outcome.output.isEmpty)
         #expect(outcome.seconds < 25)
@@ -220,10 +217,7 @@ struct CommandLineToolTests {
 
     @Test("Ctrl-C stops every: the signal reaches the running command, the summary is printed, exit 130")
     func interruptForwards() throws {
-        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"]) { process in
-            usleep(500_000)
-            kill(process.processIdentifier, SIGINT)
-        }
+        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
         #expect(outcome.status == 130)
         #expect(outcome.error.contains("timerkit every: 1 run in"))
         #expect(outcome.seconds < 25)
@@ -235,10 +229,7 @@ struct CommandLineToolTests {
 
     @Test("a command that ignores the signal is killed after the grace period")
     func graceThenKill() throws {
-        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"]) { process in
-            usleep(500_000)
-            kill(process.processIdentifier, SIGINT)
-        }
+        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
         #expect(outcome.status == 130)
         #expect(outcome.seconds >= 2)
         #expect(outcome.seconds < 25)

@@ -28,10 +28,19 @@ struct ToolRunner {
 
     static var executable: URL { productsDirectory.appendingPathComponent("timerkit") }
 
+    /// Starts the tool, sends it SIGINT (Ctrl-C) after `delay` if given, and waits for it.
+    static func run(_ arguments: [String], environment: [String: String] = [:], interruptAfter delay: Duration? = nil) throws -> Outcome {
+        try run(arguments, environment: environment) { process in
+            guard let delay else { return }
+            usleep(UInt32(delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000))
+            kill(process.processIdentifier, SIGINT)
+        }
+    }
+
     /// Starts the tool; `onStart` gets the process (to signal it) once it runs.
     static func run(
         _ arguments: [String], environment: [String: String] = [:],
-        onStart: (Process) throws -> Void = { _ in }
+        onStart: (Process) throws -> Void
     ) throws -> Outcome {
         let process = Process()
         process.executableURL = executable

@@ -22,14 +22,19 @@ final class CountdownRun: Sendable {
     /// The exit status, set once by whoever ends the countdown first.
     private let ending = Mutex<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
-    /// The total, for the progress bar: the remaining time when the countdown started.
-    private let total = Mutex<Duration>(.zero)
+    /// The whole length, for the progress bar.
+    private let total: Duration
 
     init(to start: TimerStart, clock: TimerClock, label: String?) {
         self.start = start
         self.clock = clock
         interactive = Terminal.isOutputTerminal
         line = CountdownLine(label: label, color: Terminal.usesColor)
+        switch start {
+        case .after(let delay): total = delay
+        case .date(let date): total = .nanoseconds(Int64((date.timeIntervalSinceNow * 1e9).rounded()))
+        case .now, .at: total = .zero
+        }
     }
 
     /// Counts down; returns 0 at zero, 128 + the signal's number on a signal, 130 on `q`.
@@ -43,11 +48,7 @@ final class CountdownRun: Sendable {
             show(tick, paused: countdown.isPaused)
             if tick.isFinished { end(0) }
         }
-        // The first tick is delivered on the queue; read the total before it is drawn.
-        queue.sync {
-            total.withLock { $0 = made.remaining }
-            countdown.withLock { $0 = made }
-        }
+        countdown.withLock { $0 = made }
         // Keys typed before this wait in the terminal's buffer; read from now on, they find the
         // countdown.
         if interactive { terminal.readKeys { [self] key in self.key(key) } }
@@ -65,7 +66,7 @@ final class CountdownRun: Sendable {
     private func show(_ tick: Countdown.Tick, paused: Bool) {
         guard ending.withLock({ $0 == nil }) || tick.isFinished else { return }
         if interactive {
-            Output.raw(line.terminal(tick, total: total.withLock { $0 }, paused: paused, columns: Terminal.columns))
+            Output.raw(line.terminal(tick, total: total, paused: paused, columns: Terminal.columns))
         } else {
             Output.line(line.plain(tick))
         }

@@ -71,7 +71,13 @@ final class EveryRun: Sendable {
             every: options.interval, first: .now, tolerance: options.tolerance, clock: clock,
             missedDeadlines: options.missed.policy, delivery: .queue(queue)
         ) { [self] _, fire in self.fire(fire) }
-        state.withLock { $0.timer = timer }
+        // A signal may have ended the runs already.
+        let installed = state.withLock { state -> Bool in
+            guard state.ending == nil else { return false }
+            state.timer = timer
+            return true
+        }
+        if !installed { timer.invalidate() }
         let limit = try options.limit.map { (limit) throws(TimerError) in
             try ScheduledTimer.once(at: .after(limit), clock: clock) { [self] _, _ in stop(.timeUp) }
         }
@@ -131,14 +137,14 @@ final class EveryRun: Sendable {
     /// Ends the runs (the first reason wins): no new run starts, and once the one under way (if
     /// any) has returned, `run()` prints the summary.
     private func stop(_ ending: Ending) {
-        let timer = state.withLock { state -> ScheduledTimer? in
-            guard state.ending == nil else { return nil }
+        let (first, timer) = state.withLock { state -> (Bool, ScheduledTimer?) in
+            guard state.ending == nil else { return (false, nil) }
             state.ending = ending
             defer { state.timer = nil }
-            return state.timer
+            return (true, state.timer)
         }
-        guard let timer else { return }
-        timer.invalidate()
+        guard first else { return }
+        timer?.invalidate()
         // After the run under way: the runs' queue is serial.
         queue.async { self.finished.signal() }
     }

@@ -29,37 +29,20 @@ enum Churn {
         }
         if let error = failure.value { throw error }
 
-        let result = Box<(ops: Int, wall: Int64, threadCPU: Int64)>((0, 0, 0))
         let cpuBefore = cbench_process_cpu_ns()
-        peer.onSchedulingThread {
-            let began = KernelClock.monotonic()
-            let threadCPU = cbench_thread_cpu_ns()
-            var done = 0
-            var deadline = peer.now() + ahead
-            do {
-                while done < operations {
-                    let timer = try peer.schedule(at: deadline, id: 0, log: log)
-                    peer.cancel(timer)
-                    done += 1
-                    if done & 1023 == 0 {
-                        if KernelClock.monotonic() - began > timeLimit { break }
-                        deadline = peer.now() + ahead
-                    }
-                }
-            } catch { failure.value = error }
-            result.value = (done, KernelClock.monotonic() - began, cbench_thread_cpu_ns() - threadCPU)
+        let result = try TimedLoop.run(peer, operations: operations, timeLimit: timeLimit, ahead: ahead) { _, deadline in
+            peer.cancel(try peer.schedule(at: deadline, id: 0, log: log))
         }
-        if let error = failure.value { throw error }
         // Let work that cancelling left to other threads finish before reading the CPU time.
         blockThread(for: 200 * NS.millisecond)
         let cpu = cbench_process_cpu_ns() - cpuBefore
-        let ops = max(result.value.ops, 1)
+        let ops = max(result.ops, 1)
         return [
             ("pending", .int(Int64(pending))),
-            ("ns_per_op", .double(Double(result.value.wall) / Double(ops))),
+            ("ns_per_op", .double(Double(result.wall) / Double(ops))),
             ("cpu_ns_per_op", .double(Double(cpu) / Double(ops))),
-            ("thread_cpu_ns_per_op", .double(Double(result.value.threadCPU) / Double(ops))),
-            ("ops", .int(Int64(result.value.ops))),
+            ("thread_cpu_ns_per_op", .double(Double(result.threadCPU) / Double(ops))),
+            ("ops", .int(Int64(result.ops))),
         ]
     }
 }

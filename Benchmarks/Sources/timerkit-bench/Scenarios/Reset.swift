@@ -34,43 +34,27 @@ enum Reset {
         if let error = failure.value { throw error }
         let heapPending = cbench_heap_in_use()
 
-        let result = Box<(ops: Int, wall: Int64, threadCPU: Int64)>((0, 0, 0))
         let cpuBefore = cbench_process_cpu_ns()
-        peer.onSchedulingThread {
-            let began = KernelClock.monotonic()
-            let threadCPU = cbench_thread_cpu_ns()
-            var done = 0
-            var deadline = peer.now() + pushAhead
-            do {
-                while done < resets {
-                    let id = picks[done]
-                    handles.value[id] = try peer.reset(handles.value[id], to: deadline, id: id, log: log)
-                    done += 1
-                    if done & 1023 == 0 {
-                        if KernelClock.monotonic() - began > timeLimit { break }
-                        deadline = peer.now() + pushAhead
-                    }
-                }
-            } catch { failure.value = error }
-            result.value = (done, KernelClock.monotonic() - began, cbench_thread_cpu_ns() - threadCPU)
+        let result = try TimedLoop.run(peer, operations: resets, timeLimit: timeLimit, ahead: pushAhead) { done, deadline in
+            let id = picks[done]
+            handles.value[id] = try peer.reset(handles.value[id], to: deadline, id: id, log: log)
         }
-        if let error = failure.value { throw error }
         blockThread(for: 200 * NS.millisecond)
         let cpu = cbench_process_cpu_ns() - cpuBefore
         let heapAfter = cbench_heap_in_use()
         // Alive until here, so that their release does not count as the peer's memory.
         withExtendedLifetime((deadlines, picks, handles)) {}
-        let ops = max(result.value.ops, 1)
+        let ops = max(result.ops, 1)
         let keys = Double(max(pending, 1))
         let fired = log.count
         var figures: Figures = [
             ("pending", .int(Int64(pending))),
-            ("ns_per_op", .double(Double(result.value.wall) / Double(ops))),
-            ("thread_cpu_ns_per_op", .double(Double(result.value.threadCPU) / Double(ops))),
+            ("ns_per_op", .double(Double(result.wall) / Double(ops))),
+            ("thread_cpu_ns_per_op", .double(Double(result.threadCPU) / Double(ops))),
             ("cpu_ns_per_op", .double(Double(cpu) / Double(ops))),
             ("heap_bytes_per_key", .double((Double(heapPending) - Double(heapBefore)) / keys)),
             ("heap_growth_bytes_per_key", .double((Double(heapAfter) - Double(heapPending)) / keys)),
-            ("ops", .int(Int64(result.value.ops))),
+            ("ops", .int(Int64(result.ops))),
         ]
         // A deadline is 10 s away at the earliest; a fire means the peer lost a reset.
         if fired > 0 { figures.append(("fired_early", .int(Int64(fired)))) }
