@@ -167,17 +167,17 @@ final class TimerEngine: @unchecked Sendable {
         }
     }
 
-    /// Takes a timer out of the store if it is there. Called under the lock. The driver stays armed:
-    /// a wake-up for a cancelled timer finds nothing due and re-arms, which is cheaper than a system
-    /// call on every cancel.
     /// Puts a timer at its (new) next deadline: moves its entry in place if it has one, else
-    /// inserts one.
+    /// inserts one. Called under the lock.
     func place(_ timer: ScheduledTimer, _ state: inout State) {
         guard timer.storeSlot >= 0 else { return insert(timer, &state) }
         state.store.move(timer.storeSlot, deadline: timer.machine.nextDeadline, slack: aimedSlack(timer.toleranceNanoseconds, state))
         armIfEarlier(state.store.key(at: timer.storeSlot), &state)
     }
 
+    /// Takes a timer out of the store if it is there. Called under the lock. The driver stays armed:
+    /// a wake-up for a cancelled timer finds nothing due and re-arms, which is cheaper than a system
+    /// call on every cancel.
     func removeIfStored(_ timer: ScheduledTimer, _ state: inout State) {
         if timer.storeSlot >= 0 {
             _ = state.store.remove(timer.storeSlot)
