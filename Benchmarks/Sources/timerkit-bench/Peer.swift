@@ -149,6 +149,7 @@ let allPeers: [any Peer.Type] = [
     DispatchGlobalPeer.self,
     FoundationRunLoopPeer.self,
     TaskSleepPeer.self,
+    TaskSleepTimerKitPeer.self,
     AsyncTimerSequencePeer.self,
     NIOScheduleTaskPeer.self,
     NIOScheduleCallbackPeer.self,
