@@ -100,6 +100,29 @@ extension RealTime {
             }
         }
 
+        @Test("ContinuousClock and SuspendingClock instants convert to the TimerKit instants they stand for, and back")
+        func interoperation() {
+            let before = TimerClock.continuous.now
+            let converted = TimerInstant(ContinuousClock.now + .seconds(1))
+            let after = TimerClock.continuous.now
+            // The conversion reads both clocks between the two control readings.
+            #expect(converted >= before + .seconds(1) && converted <= after + .seconds(1))
+            #expect(converted.clockKind == .continuous)
+
+            let suspendingBefore = TimerClock.suspending.now
+            let suspending = TimerInstant(SuspendingClock.now - .milliseconds(5))
+            let suspendingAfter = TimerClock.suspending.now
+            #expect(suspending >= suspendingBefore - .milliseconds(5) && suspending <= suspendingAfter - .milliseconds(5))
+
+            let start = ContinuousClock.now
+            let back: ContinuousClock.Instant? = ContinuousClock.Instant(TimerClock.continuous.now + .seconds(2))
+            let end = ContinuousClock.now
+            #expect(back != nil)
+            if let back { #expect(back >= start + .seconds(2) && back <= end + .seconds(2)) }
+            #expect(ContinuousClock.Instant(TimerClock.wall.now) == nil)
+            #expect(SuspendingClock.Instant(TimerClock.continuous.now) == nil)
+        }
+
         @Test("C3: sleepers whose tolerance windows overlap are resumed by shared wake-ups, none early")
         func sharedWakeUps() async throws {
             let clock = TimerClock.dedicated(.continuous)

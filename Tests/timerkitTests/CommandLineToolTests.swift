@@ -14,13 +14,13 @@ struct CommandLineToolTests {
     // MARK: Usage and exit statuses
 
     @Test("a bare timerkit prints help with one example per subcommand; --version prints the version")
-    func helpAndVersion() throws {
-        let help = try ToolRunner.run([])
+    func helpAndVersion() async throws {
+        let help = try await ToolRunner.run([])
         #expect(help.status == 0)
         for example in ["timerkit countdown 25m", "timerkit every 1s", "timerkit after 2s", "timerkit at 09:30", "timerkit demo"] {
             #expect(help.output.contains(example), "\(example) is missing from: \(help.output)")
         }
-        let version = try ToolRunner.run(["--version"])
+        let version = try await ToolRunner.run(["--version"])
         #expect(version.status == 0)
         #expect(version.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".").count == 3)
     }
@@ -39,8 +39,8 @@ struct CommandLineToolTests {
         (["countdown", "0s"], "the countdown must be more than zero"),
         (["sometimes"], "sometimes"),
     ])
-    func badInput(arguments: [String], problem: String) throws {
-        let outcome = try ToolRunner.run(arguments)
+    func badInput(arguments: [String], problem: String) async throws {
+        let outcome = try await ToolRunner.run(arguments)
         #expect(outcome.status == 64, "\(outcome.error)")
         #expect(outcome.error.contains(problem), "\(outcome.error)")
         #expect(outcome.error.contains("Usage:"), "\(outcome.error)")
@@ -48,61 +48,61 @@ struct CommandLineToolTests {
     }
 
     @Test("a command that is not found exits 127, one that cannot be run 126, one killed by a signal 128 + n")
-    func commandStatuses() throws {
-        let missing = try ToolRunner.run(["after", "0s", "--", "no-such-command-timerkit"])
+    func commandStatuses() async throws {
+        let missing = try await ToolRunner.run(["after", "0s", "--", "no-such-command-timerkit"])
         #expect(missing.status == 127)
         #expect(missing.error.contains("command not found: no-such-command-timerkit"))
 
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("timerkit-not-executable-\(getpid())")
         try "echo hi\n".write(to: file, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: file) }
-        let notExecutable = try ToolRunner.run(["after", "0s", "--", file.path])
+        let notExecutable = try await ToolRunner.run(["after", "0s", "--", file.path])
         #expect(notExecutable.status == 126, "\(notExecutable.error)")
 
-        let killed = try ToolRunner.run(["after", "0s", "--", "sh", "-c", "kill -TERM $$"])
+        let killed = try await ToolRunner.run(["after", "0s", "--", "sh", "-c", "kill -TERM $$"])
         #expect(killed.status == 128 + SIGTERM)
 
-        let everyMissing = try ToolRunner.run(["every", "100ms", "--", "no-such-command-timerkit"])
+        let everyMissing = try await ToolRunner.run(["every", "100ms", "--", "no-such-command-timerkit"])
         #expect(everyMissing.status == 127)
     }
 
     // MARK: after and at
 
     @Test("after runs the command once, never early, and takes its exit status")
-    func after() throws {
-        let outcome = try ToolRunner.run(["after", "300ms", "--", "sh", "-c", "echo ran; exit 3"])
+    func after() async throws {
+        let outcome = try await ToolRunner.run(["after", "300ms", "--", "sh", "-c", "echo ran; exit 3"])
         #expect(outcome.status == 3)
         #expect(outcome.output == "ran\n")
         #expect(outcome.seconds >= 0.3)
     }
 
     @Test("at runs the command at a wall-clock time, never early")
-    func at() throws {
+    func at() async throws {
         let target = Date().addingTimeInterval(1.5)
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let outcome = try ToolRunner.run(["at", formatter.string(from: target), "--", "sh", "-c", "date +%s.%N"])
+        let outcome = try await ToolRunner.run(["at", formatter.string(from: target), "--", "sh", "-c", "date +%s.%N"])
         #expect(outcome.status == 0, "\(outcome.error)")
         let ran = try #require(Double(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(ran >= target.timeIntervalSince1970)
     }
 
     @Test("--dry-run prints when the runs would start and runs nothing")
-    func dryRun() throws {
-        let every = try ToolRunner.run(["every", "90m", "--count", "3", "--dry-run", "--", "false"])
+    func dryRun() async throws {
+        let every = try await ToolRunner.run(["every", "90m", "--count", "3", "--dry-run", "--", "false"])
         #expect(every.status == 0)
         #expect(every.output.contains("the first 3 runs would start at"))
         #expect(every.output.contains("(+1h30m)") && every.output.contains("(+3h)"))
-        let at = try ToolRunner.run(["at", "23:59:59", "--dry-run", "--", "false"])
+        let at = try await ToolRunner.run(["at", "23:59:59", "--dry-run", "--", "false"])
         #expect(at.status == 0)
         #expect(at.output.contains("would run at"))
-        let after = try ToolRunner.run(["after", "2m", "--dry-run"])
+        let after = try await ToolRunner.run(["after", "2m", "--dry-run"])
         #expect(after.status == 0 && after.output.contains("would run at"))
     }
 
     @Test("a signal while waiting ends after and at with 128 + n, and the command never runs")
-    func signalWhileWaiting() throws {
-        let outcome = try ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"], interruptAfter: .milliseconds(300))
+    func signalWhileWaiting() async throws {
+        let outcome = try await ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"], interruptAfter: .milliseconds(300))
         #expect(outcome.status == 130)
         #expect(outcome.output.isEmpty)
         #expect(outcome.seconds < 25)
@@ -125,8 +125,8 @@ struct CommandLineToolTests {
     }
 
     @Test("every runs on its grid, start to start: deadlines first + k·interval, no run early, runs in order, and the summary adds up")
-    func grid() throws {
-        let outcome = try ToolRunner.run(["every", "100ms", "--count", "8", "--json", "--", "sh", "-c", "echo child"])
+    func grid() async throws {
+        let outcome = try await ToolRunner.run(["every", "100ms", "--count", "8", "--json", "--", "sh", "-c", "echo child"])
         #expect(outcome.status == 0, "\(outcome.error)")
         let runs = try Self.runs(outcome.output)
         #expect(runs.map(\.run) == Array(1...8))
@@ -151,9 +151,9 @@ struct CommandLineToolTests {
     }
 
     @Test("each run's command reads the clock no earlier than its grid deadline, and the deadlines are first + k·interval")
-    func childSeesGrid() throws {
+    func childSeesGrid() async throws {
         // With --json the command's output goes to stderr: there, each run's own reading of the clock.
-        let outcome = try ToolRunner.run(["every", "150ms", "--count", "5", "--json", "--", "date", "+%s.%N"])
+        let outcome = try await ToolRunner.run(["every", "150ms", "--count", "5", "--json", "--", "date", "+%s.%N"])
         #expect(outcome.status == 0, "\(outcome.error)")
         let runs = try Self.runs(outcome.output)
         let readings = outcome.error.split(separator: "\n").compactMap { Double($0) }
@@ -167,8 +167,8 @@ struct CommandLineToolTests {
     }
 
     @Test("skip: a run that overruns its interval makes the deadlines that came during it wait for the next one, counted as skipped")
-    func overrunSkips() throws {
-        let outcome = try ToolRunner.run(["every", "100ms", "--count", "3", "--json", "--", "sleep", "0.25"])
+    func overrunSkips() async throws {
+        let outcome = try await ToolRunner.run(["every", "100ms", "--count", "3", "--json", "--", "sleep", "0.25"])
         #expect(outcome.status == 0, "\(outcome.error)")
         let runs = try Self.runs(outcome.output)
         #expect(runs.count == 3)
@@ -186,8 +186,8 @@ struct CommandLineToolTests {
     }
 
     @Test("coalesce: one run at once stands for every deadline missed while a run overran, counted as coalesced")
-    func overrunCoalesces() throws {
-        let outcome = try ToolRunner.run(["every", "100ms", "--count", "3", "--missed", "coalesce", "--json", "--", "sleep", "0.25"])
+    func overrunCoalesces() async throws {
+        let outcome = try await ToolRunner.run(["every", "100ms", "--count", "3", "--missed", "coalesce", "--json", "--", "sleep", "0.25"])
         #expect(outcome.status == 0, "\(outcome.error)")
         let runs = try Self.runs(outcome.output)
         #expect(runs.count == 3)
@@ -196,18 +196,18 @@ struct CommandLineToolTests {
     }
 
     @Test("--fail-fast stops at the first failing run and exits with its status; without it failures are counted")
-    func failFast() throws {
-        let stopped = try ToolRunner.run(["every", "50ms", "--count", "5", "--fail-fast", "--", "sh", "-c", "exit 4"])
+    func failFast() async throws {
+        let stopped = try await ToolRunner.run(["every", "50ms", "--count", "5", "--fail-fast", "--", "sh", "-c", "exit 4"])
         #expect(stopped.status == 4)
         #expect(stopped.error.contains("timerkit every: 1 run in"))
-        let counted = try ToolRunner.run(["every", "50ms", "--count", "3", "--", "sh", "-c", "exit 4"])
+        let counted = try await ToolRunner.run(["every", "50ms", "--count", "3", "--", "sh", "-c", "exit 4"])
         #expect(counted.status == 0)
         #expect(counted.error.contains("3 failures"))
     }
 
     @Test("--for ends the runs after a time; the runs done fit in it")
-    func forDuration() throws {
-        let outcome = try ToolRunner.run(["every", "100ms", "--for", "450ms", "--json", "--", "true"])
+    func forDuration() async throws {
+        let outcome = try await ToolRunner.run(["every", "100ms", "--for", "450ms", "--json", "--", "true"])
         #expect(outcome.status == 0, "\(outcome.error)")
         let runs = try Self.runs(outcome.output)
         // Deadlines at 0, 100, …, 400 ms lie inside 450 ms; on a loaded machine some may be skipped.
@@ -216,8 +216,8 @@ struct CommandLineToolTests {
     }
 
     @Test("Ctrl-C stops every: the signal reaches the running command, the summary is printed, exit 130")
-    func interruptForwards() throws {
-        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
+    func interruptForwards() async throws {
+        let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
         #expect(outcome.status == 130)
         #expect(outcome.error.contains("timerkit every: 1 run in"))
         #expect(outcome.seconds < 25)
@@ -228,8 +228,8 @@ struct CommandLineToolTests {
     }
 
     @Test("a command that ignores the signal is killed after the grace period")
-    func graceThenKill() throws {
-        let outcome = try ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
+    func graceThenKill() async throws {
+        let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
         #expect(outcome.status == 130)
         #expect(outcome.seconds >= 2)
         #expect(outcome.seconds < 25)
@@ -239,8 +239,8 @@ struct CommandLineToolTests {
     // MARK: countdown
 
     @Test("countdown into a pipe prints one plain line per second, 3, 2, 1, 0, and exits 0")
-    func countdownPiped() throws {
-        let outcome = try ToolRunner.run(["countdown", "3s", "--label", "tea"])
+    func countdownPiped() async throws {
+        let outcome = try await ToolRunner.run(["countdown", "3s", "--label", "tea"])
         #expect(outcome.status == 0, "\(outcome.error)")
         #expect(outcome.output == "0:03  tea\n0:02  tea\n0:01  tea\n0:00  tea\n")
         #expect(!outcome.output.contains("\u{1B}"))
@@ -248,55 +248,33 @@ struct CommandLineToolTests {
     }
 
     @Test("countdown on a terminal redraws one line, pauses and resumes on p, and q quits with the terminal restored")
-    func countdownTerminal() throws {
+    func countdownTerminal() async throws {
         let terminal = try PseudoTerminal()
         defer { terminal.close() }
-        let process = Process()
-        process.executableURL = ToolRunner.executable
-        process.arguments = ["countdown", "1m", "--label", "tea"]
-        let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
-        var environment = ProcessInfo.processInfo.environment
-        environment["NO_COLOR"] = nil
-        process.environment = environment
-        try process.run()
-        #expect(terminal.wait { $0.contains("1:00  tea") })
+        let pid = try terminal.spawn(["countdown", "1m", "--label", "tea"])
+        #expect(await terminal.wait { $0.contains("1:00  tea") })
         #expect(terminal.text.contains("\r\u{1B}[2K"))
         #expect(terminal.text.contains("\u{1B}[32m"))  // colour on a terminal
-        #expect(terminal.wait { _ in !terminal.isCanonicalWithEcho })
+        #expect(await terminal.wait { _ in !terminal.isCanonicalWithEcho })
         terminal.type("p")
-        #expect(terminal.wait { $0.contains("paused · p resume") })
+        #expect(await terminal.wait { $0.contains("paused · p resume") })
         terminal.type("p")
-        #expect(terminal.wait { $0.hasSuffix("p pause · q quit\u{1B}[0m") })
+        #expect(await terminal.wait { $0.hasSuffix("p pause · q quit\u{1B}[0m") })
         terminal.type("q")
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
+        #expect(await ToolRunner.waitForExit(pid) == 130)
         #expect(terminal.isCanonicalWithEcho)
-        #expect(terminal.wait { $0.contains("\u{1B}[?25h") })  // the cursor is shown again
+        #expect(await terminal.wait { $0.contains("\u{1B}[?25h") })  // the cursor is shown again
     }
 
     @Test("countdown on a terminal: Ctrl-C exits 130 with the terminal restored, and NO_COLOR turns colour off")
-    func countdownInterrupted() throws {
+    func countdownInterrupted() async throws {
         let terminal = try PseudoTerminal()
         defer { terminal.close() }
-        let process = Process()
-        process.executableURL = ToolRunner.executable
-        process.arguments = ["countdown", "1m"]
-        let handle = FileHandle(fileDescriptor: terminal.slave, closeOnDealloc: false)
-        process.standardInput = handle
-        process.standardOutput = handle
-        process.standardError = handle
-        var environment = ProcessInfo.processInfo.environment
-        environment["NO_COLOR"] = "1"
-        process.environment = environment
-        try process.run()
-        #expect(terminal.wait { $0.contains("1:00") })
-        #expect(terminal.wait { _ in !terminal.isCanonicalWithEcho })
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 130)
+        let pid = try terminal.spawn(["countdown", "1m"], environment: ["NO_COLOR": "1"])
+        #expect(await terminal.wait { $0.contains("1:00") })
+        #expect(await terminal.wait { _ in !terminal.isCanonicalWithEcho })
+        kill(pid, SIGINT)
+        #expect(await ToolRunner.waitForExit(pid) == 130)
         #expect(terminal.isCanonicalWithEcho)
         #expect(!terminal.text.contains("\u{1B}[32m"))
     }

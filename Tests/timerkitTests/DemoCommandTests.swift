@@ -4,14 +4,14 @@ import Testing
 /// The command-line tool, tested by running the built binary (C1–C17 end to end, in real time).
 @Suite("timerkit command", .timeLimit(.minutes(2)))
 struct DemoCommandTests {
-    func run(_ arguments: [String]) throws -> (status: Int32, output: String) {
-        let outcome = try ToolRunner.run(arguments)
+    func run(_ arguments: [String]) async throws -> (status: Int32, output: String) {
+        let outcome = try await ToolRunner.run(arguments)
         return (outcome.status, outcome.output + outcome.error)
     }
 
     @Test("timerkit demo walks through every feature and every check passes")
-    func demoPasses() throws {
-        let (status, output) = try run(["demo"])
+    func demoPasses() async throws {
+        let (status, output) = try await run(["demo"])
         #expect(status == 0, "\(output)")
         #expect(output.contains("23 checks passed, 0 failed"))
         #expect(!output.contains("  ✗ "))
@@ -27,11 +27,11 @@ struct DemoCommandTests {
     }
 
     @Test("bad options are refused with a usage message")
-    func usage() throws {
-        let (status, output) = try run(["--no-such-option"])
+    func usage() async throws {
+        let (status, output) = try await run(["--no-such-option"])
         #expect(status == 64)
         #expect(output.contains("Usage"))
-        let help = try run(["--help"])
+        let help = try await run(["--help"])
         #expect(help.status == 0 && help.output.contains("demo"))
     }
 }

@@ -7,7 +7,13 @@ import Foundation
 import Synchronization
 
 /// Runs the built `timerkit` binary and collects what it wrote.
-struct ToolRunner {
+///
+/// Processes are started with `posix_spawn` and waited for with `waitpid` on threads of their own,
+/// never on the test's thread: a test waiting for a child does not hold one of the few threads of
+/// Swift's cooperative pool (on 2 cores, two blocked tests would starve every other test), and no
+/// run-loop machinery is involved (Foundation's `Process.waitUntilExit()` was seen to miss a
+/// child's exit under load).
+enum ToolRunner {
     struct Outcome {
         var status: Int32
         var output: String
@@ -28,74 +34,113 @@ struct ToolRunner {
 
     static var executable: URL { productsDirectory.appendingPathComponent("timerkit") }
 
-    /// Starts the tool, sends it SIGINT (Ctrl-C) after `delay` if given, and waits for it.
-    static func run(_ arguments: [String], environment: [String: String] = [:], interruptAfter delay: Duration? = nil) throws -> Outcome {
-        try run(arguments, environment: environment) { process in
-            guard let delay else { return }
-            usleep(UInt32(delay.components.seconds * 1_000_000 + delay.components.attoseconds / 1_000_000_000_000))
-            kill(process.processIdentifier, SIGINT)
+    /// Runs the tool with its output in pipes; sends it SIGINT (Ctrl-C) after `delay` if given.
+    static func run(_ arguments: [String], environment: [String: String] = [:], interruptAfter delay: Duration? = nil) async throws -> Outcome {
+        let began = Date()
+        var output: [Int32] = [0, 0]
+        var errors: [Int32] = [0, 0]
+        guard pipe(&output) == 0, pipe(&errors) == 0 else { throw POSIXError(.EMFILE) }
+        let pid: pid_t
+        do {
+            pid = try spawn(arguments, environment: environment, input: nil, output: output[1], error: errors[1], closing: [output[0], errors[0]])
+        } catch {
+            for descriptor in output + errors { closeDescriptor(descriptor) }
+            throw error
+        }
+        closeDescriptor(output[1])
+        closeDescriptor(errors[1])
+        async let outputData = readToEnd(output[0])
+        async let errorData = readToEnd(errors[0])
+        if let delay {
+            try? await Task.sleep(for: delay)
+            kill(pid, SIGINT)
+        }
+        let status = await waitForExit(pid)
+        return Outcome(
+            status: status, output: String(decoding: await outputData, as: UTF8.self),
+            error: String(decoding: await errorData, as: UTF8.self), seconds: Date().timeIntervalSince(began))
+    }
+
+    /// Starts the tool with the given descriptors as its standard input (or /dev/null), output and
+    /// error, in the environment of the tests with `NO_COLOR` removed and `environment` added; the
+    /// child has no signal blocked.
+    static func spawn(
+        _ arguments: [String], environment: [String: String] = [:], input: Int32?, output: Int32, error: Int32, closing: [Int32] = []
+    ) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if let input {
+            posix_spawn_file_actions_adddup2(&actions, input, STDIN_FILENO)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
+        }
+        posix_spawn_file_actions_adddup2(&actions, output, STDOUT_FILENO)
+        posix_spawn_file_actions_adddup2(&actions, error, STDERR_FILENO)
+        for descriptor in closing { posix_spawn_file_actions_addclose(&actions, descriptor) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        posix_spawnattr_setsigmask(&attributes, &unblocked)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+
+        var variables = ProcessInfo.processInfo.environment
+        variables["NO_COLOR"] = nil
+        for (key, value) in environment { variables[key] = value }
+        let argv = ([executable.path] + arguments).map { strdup($0) } + [nil]
+        let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid = pid_t()
+        let result = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+        return pid
+    }
+
+    /// The child's exit status (128 + the signal's number if a signal ended it), waited for on a
+    /// thread of its own.
+    static func waitForExit(_ pid: pid_t) async -> Int32 {
+        await withCheckedContinuation { continuation in
+            Thread {
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                let signal = status & 0x7f
+                continuation.resume(returning: signal == 0 ? (status >> 8) & 0xff : 128 + signal)
+            }.start()
         }
     }
 
-    /// Starts the tool; `onStart` gets the process (to signal it) once it runs.
-    static func run(
-        _ arguments: [String], environment: [String: String] = [:],
-        onStart: (Process) throws -> Void
-    ) throws -> Outcome {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        var merged = ProcessInfo.processInfo.environment
-        merged["NO_COLOR"] = nil
-        for (key, value) in environment { merged[key] = value }
-        process.environment = merged
-        let output = Pipe()
-        let error = Pipe()
-        process.standardOutput = output
-        process.standardError = error
-        process.standardInput = FileHandle.nullDevice
-        let began = Date()
-        try process.run()
-        // Read both pipes while the tool runs, so that neither can fill up and block it.
-        let collected = Collected()
-        let group = DispatchGroup()
-        for (pipe, isError) in [(output, false), (error, true)] {
-            group.enter()
-            DispatchQueue.global().async {
-                let data = pipe.fileHandleForReading.readDataToEndOfFile()
-                collected.set(data, isError: isError)
-                group.leave()
-            }
+    /// Everything until end of file, read on a thread of its own; closes the descriptor.
+    static func readToEnd(_ descriptor: Int32) async -> Data {
+        await withCheckedContinuation { continuation in
+            Thread {
+                var data = Data()
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = read(descriptor, &buffer, buffer.count)
+                    if count > 0 { data.append(contentsOf: buffer[0..<count]) } else if count < 0 && errno == EINTR { continue } else { break }
+                }
+                closeDescriptor(descriptor)
+                continuation.resume(returning: data)
+            }.start()
         }
-        try onStart(process)
-        process.waitUntilExit()
-        group.wait()
-        return Outcome(
-            status: process.terminationStatus, output: collected.text(isError: false), error: collected.text(isError: true),
-            seconds: Date().timeIntervalSince(began))
     }
 
     final class Collected: @unchecked Sendable {
         private let lock = NSLock()
-        private var output = Data()
-        private var error = Data()
+        private var data = Data()
 
-        func append(_ data: Data) {
+        func append(_ more: Data) {
             lock.lock()
-            output.append(data)
+            data.append(more)
             lock.unlock()
         }
 
-        func set(_ data: Data, isError: Bool) {
-            lock.lock()
-            if isError { error = data } else { output = data }
-            lock.unlock()
-        }
-
-        func text(isError: Bool) -> String {
+        var text: String {
             lock.lock()
             defer { lock.unlock() }
-            return String(decoding: isError ? error : output, as: UTF8.self)
+            return String(decoding: data, as: UTF8.self)
         }
     }
 }
@@ -156,7 +201,7 @@ final class PseudoTerminal: @unchecked Sendable {
     }
 
     /// Everything the tool has drawn so far.
-    var text: String { received.text(isError: false) }
+    var text: String { received.text }
 
     /// Types `text`.
     func type(_ text: String) {
@@ -164,13 +209,18 @@ final class PseudoTerminal: @unchecked Sendable {
     }
 
     /// Waits until the drawn text satisfies `condition` (polling; at most `seconds`).
-    func wait(seconds: Double = 20, until condition: (String) -> Bool) -> Bool {
+    func wait(seconds: Double = 20, until condition: (String) -> Bool) async -> Bool {
         let end = Date().addingTimeInterval(seconds)
         while Date() < end {
             if condition(text) { return true }
-            usleep(10_000)
+            try? await Task.sleep(for: .milliseconds(10))
         }
         return condition(text)
+    }
+
+    /// Starts the tool on this terminal (its standard input, output and error).
+    func spawn(_ arguments: [String], environment: [String: String] = [:]) throws -> pid_t {
+        try ToolRunner.spawn(arguments, environment: environment, input: slave, output: slave, error: slave)
     }
 
     /// Whether the terminal is back in its ordinary (line-at-a-time, echoing) mode.
