@@ -102,7 +102,7 @@ struct CommandLineToolTests {
 
     @Test("a signal while waiting ends after and at with 128 + n, and the command never runs")
     func signalWhileWaiting() async throws {
-        let outcome = try await ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"], interruptAfter: .milliseconds(300))
+        let outcome = try await ToolRunner.run(["after", "30s", "--", "sh", "-c", "echo ran"], interrupt: .whenReady)
         #expect(outcome.status == 130)
         #expect(outcome.output.isEmpty)
         #expect(outcome.seconds < 25)
@@ -217,7 +217,7 @@ struct CommandLineToolTests {
 
     @Test("Ctrl-C stops every: the signal reaches the running command, the summary is printed, exit 130")
     func interruptForwards() async throws {
-        let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
+        let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"], interrupt: .afterOutput("\n"))
         #expect(outcome.status == 130)
         #expect(outcome.error.contains("timerkit every: 1 run in"))
         #expect(outcome.seconds < 25)
@@ -229,7 +229,7 @@ struct CommandLineToolTests {
 
     @Test("a command that ignores the signal is killed after the grace period")
     func graceThenKill() async throws {
-        let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"], interruptAfter: .milliseconds(500))
+        let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "trap '' INT; echo $$; exec sleep 30"], interrupt: .afterOutput("\n"))
         #expect(outcome.status == 130)
         #expect(outcome.seconds >= 2)
         #expect(outcome.seconds < 25)
@@ -273,6 +273,7 @@ struct CommandLineToolTests {
         let pid = try terminal.spawn(["countdown", "1m"], environment: ["NO_COLOR": "1"])
         #expect(await terminal.wait { $0.contains("1:00") })
         #expect(await terminal.wait { _ in !terminal.isCanonicalWithEcho })
+        #expect(await ToolRunner.isCatching(SIGINT, pid: pid))
         kill(pid, SIGINT)
         #expect(await ToolRunner.waitForExit(pid) == 130)
         #expect(terminal.isCanonicalWithEcho)

@@ -34,8 +34,16 @@ enum ToolRunner {
 
     static var executable: URL { productsDirectory.appendingPathComponent("timerkit") }
 
-    /// Runs the tool with its output in pipes; sends it SIGINT (Ctrl-C) after `delay` if given.
-    static func run(_ arguments: [String], environment: [String: String] = [:], interruptAfter delay: Duration? = nil) async throws -> Outcome {
+    /// When a test sends the tool SIGINT (Ctrl-C): once the tool catches the signal, and after its
+    /// output contains `marker` if one is given (the command it runs has started).
+    struct Interrupt {
+        var marker: String?
+        static let whenReady = Interrupt(marker: nil)
+        static func afterOutput(_ marker: String) -> Interrupt { Interrupt(marker: marker) }
+    }
+
+    /// Runs the tool with its output in pipes, and interrupts it as asked.
+    static func run(_ arguments: [String], environment: [String: String] = [:], interrupt: Interrupt? = nil) async throws -> Outcome {
         let began = Date()
         var output: [Int32] = [0, 0]
         var errors: [Int32] = [0, 0]
@@ -49,16 +57,44 @@ enum ToolRunner {
         }
         closeDescriptor(output[1])
         closeDescriptor(errors[1])
-        async let outputData = readToEnd(output[0])
-        async let errorData = readToEnd(errors[0])
-        if let delay {
-            try? await Task.sleep(for: delay)
+        let collected = (output: Collected(), error: Collected())
+        async let outputDone: Void = readToEnd(output[0], into: collected.output)
+        async let errorDone: Void = readToEnd(errors[0], into: collected.error)
+        if let interrupt {
+            _ = await isCatching(SIGINT, pid: pid)
+            if let marker = interrupt.marker { _ = await eventually { collected.output.text.contains(marker) } }
             kill(pid, SIGINT)
         }
         let status = await waitForExit(pid)
-        return Outcome(
-            status: status, output: String(decoding: await outputData, as: UTF8.self),
-            error: String(decoding: await errorData, as: UTF8.self), seconds: Date().timeIntervalSince(began))
+        _ = await (outputDone, errorDone)
+        return Outcome(status: status, output: collected.output.text, error: collected.error.text, seconds: Date().timeIntervalSince(began))
+    }
+
+    /// Waits (at most 30 s) until the process has a handler for `signal` — it is ready for Ctrl-C —
+    /// as `/proc/PID/status` tells; elsewhere, half a second.
+    static func isCatching(_ signal: Int32, pid: pid_t) async -> Bool {
+        #if os(Linux)
+        await eventually {
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+                let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+                let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+            else { return false }
+            return mask & (1 << UInt64(signal - 1)) != 0
+        }
+        #else
+        try? await Task.sleep(for: .milliseconds(500))
+        return true
+        #endif
+    }
+
+    /// Polls `condition` every 10 ms for at most 30 s.
+    static func eventually(_ condition: () -> Bool) async -> Bool {
+        let end = Date().addingTimeInterval(30)
+        while Date() < end {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return condition()
     }
 
     /// Starts the tool with the given descriptors as its standard input (or /dev/null), output and
@@ -111,18 +147,17 @@ enum ToolRunner {
         }
     }
 
-    /// Everything until end of file, read on a thread of its own; closes the descriptor.
-    static func readToEnd(_ descriptor: Int32) async -> Data {
+    /// Reads until end of file into `collected`, on a thread of its own; closes the descriptor.
+    static func readToEnd(_ descriptor: Int32, into collected: Collected) async {
         await withCheckedContinuation { continuation in
             Thread {
-                var data = Data()
                 var buffer = [UInt8](repeating: 0, count: 4096)
                 while true {
                     let count = read(descriptor, &buffer, buffer.count)
-                    if count > 0 { data.append(contentsOf: buffer[0..<count]) } else if count < 0 && errno == EINTR { continue } else { break }
+                    if count > 0 { collected.append(Data(buffer[0..<count])) } else if count < 0 && errno == EINTR { continue } else { break }
                 }
                 closeDescriptor(descriptor)
-                continuation.resume(returning: data)
+                continuation.resume()
             }.start()
         }
     }
