@@ -28,6 +28,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case keyInUse(String)
     /// A ``TimerRegistry`` holds nothing under the key (its description is given).
     case keyNotFound(String)
+    /// A ``Debouncer`` was asked for neither its leading nor its trailing edge: it would never run.
+    case noDebounceEdge
 
     public var description: String {
         switch self {
@@ -53,6 +55,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "the registry already holds work under the key \(key)"
         case .keyNotFound(let key):
             "the registry holds nothing under the key \(key)"
+        case .noDebounceEdge:
+            "a debouncer needs its leading edge, its trailing edge, or both; with neither it never runs"
         }
     }
 }
