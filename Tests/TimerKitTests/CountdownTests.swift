@@ -99,6 +99,18 @@ struct CountdownTests {
         #expect(ticks.all.filter(\.isFinished).count == 1)
     }
 
+    @Test("currentTick reads what a display shows now, between ticks too, and frozen while paused")
+    func currentTick() throws {
+        let (virtual, countdown, _) = try countdown(.after(.seconds(60)))
+        virtual.advance(by: .milliseconds(18_700))
+        var tick = countdown.currentTick
+        #expect(tick.value == 42 && tick.remaining == .milliseconds(41_300) && tick.instant == virtual.now && tick.deadline == at(60))
+        countdown.pause()
+        virtual.advance(by: .seconds(30))
+        tick = countdown.currentTick
+        #expect(tick.value == 42 && tick.remaining == .milliseconds(41_300) && tick.instant == virtual.now)
+    }
+
     @Test("Countdowns to the same deadline tick at the same instants, whoever created them when")
     func countdownsTickInStep() throws {
         let virtual = VirtualClock()

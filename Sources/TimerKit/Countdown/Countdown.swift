@@ -59,6 +59,11 @@ public final class Countdown: @unchecked Sendable {
         var isFinished = false
         /// The timer of the current run (none while paused or after the end).
         var timer: ScheduledTimer?
+
+        /// The remaining time at `now`: frozen while paused, never negative.
+        func remaining(at now: Int64) -> Int64 {
+            pausedRemaining ?? max(0, now.duration(to: deadline))
+        }
     }
 
     /// The clock the countdown runs on.
@@ -109,19 +114,14 @@ public final class Countdown: @unchecked Sendable {
     /// ``resume()``, or when a view appears; ticks still come only when the value changes.
     public var currentTick: Tick {
         let now = clock.engine.now()
-        let (remaining, deadline) = state.withLock { state -> (Int64, Int64) in
-            (state.pausedRemaining ?? max(0, now.duration(to: state.deadline)), state.deadline)
-        }
+        let (remaining, deadline) = state.withLock { ($0.remaining(at: now), $0.deadline) }
         return Tick(
             value: Self.value(remaining, unit: unitNanoseconds), remaining: .nanoseconds(remaining), unit: unit,
             instant: TimerInstant(kind: clock.kind, nanoseconds: now), deadline: TimerInstant(kind: clock.kind, nanoseconds: deadline))
     }
 
     private func remainingNanoseconds(now: Int64) -> Int64 {
-        state.withLock { state in
-            if let paused = state.pausedRemaining { return paused }
-            return max(0, now.duration(to: state.deadline))
-        }
+        state.withLock { $0.remaining(at: now) }
     }
 
     // MARK: Controlling

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import TimerKit
 
 /// A command run as a child process, with the shell's exit-status conventions.
 ///
@@ -87,4 +88,17 @@ struct ChildProcess: Sendable {
 
     /// Sends `signal` to the child (ignored if it has already ended).
     func send(_ signal: Int32) { _ = kill(pid, signal) }
+
+    /// How long a child has after a forwarded signal before it is killed.
+    static let gracePeriod: Duration = .seconds(2)
+
+    /// Passes a signal on to the child: the first time, the signal itself, then SIGKILL after
+    /// ``gracePeriod`` if `isRunning` still says so; a repeated signal kills it at once.
+    func forward(_ signal: Int32, repeated: Bool, isRunning: @escaping @Sendable () -> Bool) {
+        guard !repeated else { return send(SIGKILL) }
+        send(signal)
+        _ = try? TimerClock.continuous.schedule(at: .after(Self.gracePeriod)) {
+            if isRunning() { send(SIGKILL) }
+        }
+    }
 }

@@ -47,9 +47,6 @@ final class EveryRun: Sendable {
         var previousEnd = Int64.min
     }
 
-    /// How long a child has after a forwarded signal before it is killed.
-    static let gracePeriod: Duration = .seconds(2)
-
     private let options: Options
     private let intervalNanoseconds: Int64
     private let queue = DispatchQueue(label: "timerkit.every.runs")
@@ -155,15 +152,7 @@ final class EveryRun: Sendable {
         let (child, again) = state.withLock { ($0.child, $0.ending != nil) }
         stop(.signal(signal))
         guard let child else { return }
-        if again {
-            child.send(SIGKILL)
-            return
-        }
-        child.send(signal)
-        let pid = child.pid
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { [self] in
-            if state.withLock({ $0.child?.pid == pid }) { child.send(SIGKILL) }
-        }
+        child.forward(signal, repeated: again) { [self] in state.withLock { $0.child?.pid == child.pid } }
     }
 
     /// Nanoseconds since 1970 minus the clock's reading, for `--json`: read once, so that the

@@ -74,13 +74,7 @@ final class OneShotRun: Sendable {
             return (state.timer, state.child, again)
         }
         if let child {
-            if again { return child.send(SIGKILL) }
-            child.send(signal)
-            let pid = child.pid
-            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) { [self] in
-                if state.withLock({ $0.child?.pid == pid }) { child.send(SIGKILL) }
-            }
-            return
+            return child.forward(signal, repeated: again) { [self] in state.withLock { $0.child?.pid == child.pid } }
         }
         // Still waiting (or finished): the command will not start now.
         guard !again else { return }
