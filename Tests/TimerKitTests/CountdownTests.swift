@@ -165,9 +165,9 @@ struct CountdownTests {
         let virtual = VirtualClock()
         var screen: Screen? = Screen()
         weak let weakScreen = screen
-        let countdown = try Countdown.start(to: .after(.seconds(10)), clock: virtual.clock, owner: screen!) { screen, _, tick in
+        let countdown = try Countdown.start(to: .after(.seconds(10)), clock: virtual.clock, .bound(to: screen!) { screen, _, tick in
             screen.ticks.append(tick.value)
-        }
+        })
         virtual.advance(by: .seconds(2))
         #expect(screen?.ticks.all == [10, 9, 8])
         screen = nil

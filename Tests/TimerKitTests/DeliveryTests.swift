@@ -68,10 +68,10 @@ struct DeliveryTests {
     @Test("C15: a @MainActor handler runs on the main actor")
     func mainActorHandler() async throws {
         var ticks = 0
-        let timer = try ScheduledTimer.repeatingOnMainActor(every: .milliseconds(5)) { _, _ in
+        let timer = try ScheduledTimer.repeating(every: .milliseconds(5), .onMainActor { _, _ in
             MainActor.assertIsolated()
             ticks += 1
-        }
+        })
         #expect(await eventually { ticks >= 3 })
         timer.invalidate()
     }

@@ -65,9 +65,9 @@ struct FrameClockTests {
         let virtual = VirtualClock()
         var view: View? = View()
         weak let weakView = view
-        let clock = try FrameClock.start(framesPerSecond: 60, clock: virtual.clock, owner: view!) { view, _, _ in
+        let clock = try FrameClock.start(framesPerSecond: 60, clock: virtual.clock, .bound(to: view!) { view, _, _ in
             view.frames.increment()
-        }
+        })
         virtual.advance(by: .milliseconds(101))    // frame 6 is at 100.000002 ms
         #expect(view?.frames.current == 6)
         view = nil

@@ -19,9 +19,9 @@ struct OwnershipTests {
 
         init(deinits: Counter) throws {
             self.deinits = deinits
-            let timer = try ScheduledTimer.repeating(every: .milliseconds(20), owner: self) { screen, _, _ in
+            let timer = try ScheduledTimer.repeating(every: .milliseconds(20), .bound(to: self) { screen, _, _ in
                 screen.tick()
-            }
+            })
             lock.withLock { storedTimer = timer }
         }
 
@@ -56,9 +56,9 @@ struct OwnershipTests {
         init(deinits: Counter) { self.deinits = deinits }
 
         func start() throws {
-            timer = try ScheduledTimer.repeatingOnMainActor(every: .milliseconds(10), owner: self) { model, _, _ in
+            timer = try ScheduledTimer.repeating(every: .milliseconds(10), .onMainActor(bound: self) { model, _, _ in
                 model.remaining -= 1
-            }
+            })
         }
 
         deinit { deinits.increment() }

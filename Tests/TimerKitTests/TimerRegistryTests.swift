@@ -157,9 +157,9 @@ struct TimerRegistryTests {
 
             init(clock: TimerClock) throws {
                 timers = TimerRegistry(clock: clock)
-                try timers.schedule("refresh", at: .after(.seconds(1)), every: .seconds(1), owner: self) { screen, _, _ in
+                try timers.schedule("refresh", at: .after(.seconds(1)), every: .seconds(1), .bound(to: self) { screen, _, _ in
                     screen.ticks.increment()
-                }
+                })
             }
         }
         let virtual = VirtualClock()

@@ -35,42 +35,8 @@ extension Countdown {
         try make(deadline: deadline, unit: unit, clock: clock, delivery: delivery, handler: handler)
     }
 
-    /// Starts a countdown bound to an owner, held weakly (C11): the form for an object that shows
-    /// the countdown. Once the owner is gone, the countdown ends at its next tick without calling
-    /// the handler.
-    @discardableResult
-    public static func start<Owner: AnyObject & Sendable>(
-        to deadline: TimerStart,
-        unit: Duration = .seconds(1),
-        clock: TimerClock = .continuous,
-        delivery: TimerDelivery = .engineThread,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, Countdown, Tick) -> Void
-    ) throws(TimerError) -> Countdown {
-        try make(deadline: deadline, unit: unit, clock: clock, delivery: delivery) { [weak owner] countdown, tick in
-            guard let owner else {
-                countdown.cancel()
-                return
-            }
-            handler(owner, countdown, tick)
-        }
-    }
-
-    /// Starts a countdown whose handler runs on the main actor (C15), delivered on the main queue.
-    @MainActor
-    @discardableResult
-    public static func startOnMainActor(
-        to deadline: TimerStart,
-        unit: Duration = .seconds(1),
-        clock: TimerClock = .continuous,
-        _ handler: @escaping @MainActor (Countdown, Tick) -> Void
-    ) throws(TimerError) -> Countdown {
-        try make(deadline: deadline, unit: unit, clock: clock, delivery: .queue(.main)) { countdown, tick in
-            MainActor.assumeIsolated { handler(countdown, tick) }
-        }
-    }
-
-    /// Starts a countdown bound to a main-actor owner, held weakly (C11): the form for a view model.
+    /// Starts a countdown whose handler is a ``TimerHandler``: bound to an owner held weakly
+    /// (C11), on the main actor (C15), or both — the form for a view model:
     ///
     /// ```swift
     /// @MainActor final class VerificationViewModel {
@@ -78,28 +44,29 @@ extension Countdown {
     ///     private var countdown: Countdown?
     ///
     ///     func codeSent() throws {
-    ///         countdown = try Countdown.startOnMainActor(to: .after(.seconds(60)), owner: self) { model, _, tick in
+    ///         countdown = try Countdown.start(to: .after(.seconds(60)), .onMainActor(bound: self) { model, _, tick in
     ///             model.label = tick.isFinished ? "Resend code" : "Resend in \(tick.value) s"
-    ///         }
+    ///         })
     ///     }
     /// }
     /// ```
-    @MainActor
+    ///
+    /// Once an owner is gone, the countdown is cancelled at its next tick without calling the
+    /// handler. The other parameters mean what they mean for the closure form;
+    /// `delivery` defaults to the engine thread, or the main queue for a main-actor handler.
+    /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
+    ///   main-actor handler given a delivery other than the main queue.
     @discardableResult
-    public static func startOnMainActor<Owner: AnyObject & Sendable>(
+    public static func start(
         to deadline: TimerStart,
         unit: Duration = .seconds(1),
         clock: TimerClock = .continuous,
-        owner: Owner,
-        _ handler: @escaping @MainActor (Owner, Countdown, Tick) -> Void
+        delivery: TimerDelivery? = nil,
+        _ handler: TimerHandler<Countdown, Tick>
     ) throws(TimerError) -> Countdown {
-        try make(deadline: deadline, unit: unit, clock: clock, delivery: .queue(.main)) { [weak owner] countdown, tick in
-            guard let owner else {
-                countdown.cancel()
-                return
-            }
-            MainActor.assumeIsolated { handler(owner, countdown, tick) }
-        }
+        try make(
+            deadline: deadline, unit: unit, clock: clock, delivery: handler.delivery(delivery, otherwise: .engineThread),
+            handler: handler.closure { $0.cancel() })
     }
 
     static func make(

@@ -21,42 +21,35 @@ extension FrameClock {
         try make(framesPerSecond: framesPerSecond, clock: clock, delivery: delivery, handler: handler)
     }
 
-    /// Starts a frame clock bound to an owner, held weakly (C11): once the owner is gone, the clock
-    /// ends at its next frame without calling the handler.
+    /// Starts a frame clock whose handler is a ``TimerHandler``: bound to an owner held weakly
+    /// (C11), on the main actor (C15), or both — the form for a view that animates:
+    ///
+    /// ```swift
+    /// @MainActor final class SpinnerView {
+    ///     var angle = 0.0
+    ///     private var frames: FrameClock?
+    ///     func startAnimating() throws {
+    ///         frames = try FrameClock.start(framesPerSecond: 60, .onMainActor(bound: self) { view, _, frame in
+    ///             view.angle += 90 * frame.elapsedSeconds   // 90° per second
+    ///         })
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// Once an owner is gone, the clock is invalidated at its next frame without calling the
+    /// handler. `delivery` defaults to the engine thread, or the main queue for a main-actor handler.
+    /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
+    ///   main-actor handler given a delivery other than the main queue.
     @discardableResult
-    public static func start<Owner: AnyObject & Sendable>(
+    public static func start(
         framesPerSecond: Int = 60,
         clock: TimerClock = .continuous,
-        delivery: TimerDelivery = .engineThread,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, FrameClock, Frame) -> Void
+        delivery: TimerDelivery? = nil,
+        _ handler: TimerHandler<FrameClock, Frame>
     ) throws(TimerError) -> FrameClock {
-        try make(framesPerSecond: framesPerSecond, clock: clock, delivery: delivery) { [weak owner] frames, frame in
-            guard let owner else {
-                frames.invalidate()
-                return
-            }
-            handler(owner, frames, frame)
-        }
-    }
-
-    /// Starts a frame clock bound to a main-actor owner, held weakly (C11), whose handler runs on
-    /// the main actor (C15): the form for a view that animates.
-    @MainActor
-    @discardableResult
-    public static func startOnMainActor<Owner: AnyObject & Sendable>(
-        framesPerSecond: Int = 60,
-        clock: TimerClock = .continuous,
-        owner: Owner,
-        _ handler: @escaping @MainActor (Owner, FrameClock, Frame) -> Void
-    ) throws(TimerError) -> FrameClock {
-        try make(framesPerSecond: framesPerSecond, clock: clock, delivery: .queue(.main)) { [weak owner] frames, frame in
-            guard let owner else {
-                frames.invalidate()
-                return
-            }
-            MainActor.assumeIsolated { handler(owner, frames, frame) }
-        }
+        try make(
+            framesPerSecond: framesPerSecond, clock: clock, delivery: handler.delivery(delivery, otherwise: .engineThread),
+            handler: handler.closure { $0.invalidate() })
     }
 
     static func make(

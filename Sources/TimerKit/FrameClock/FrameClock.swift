@@ -15,9 +15,9 @@ import Dispatch
 ///     private let frames = Mutex<FrameClock?>(nil)
 ///
 ///     func start() throws {
-///         let clock = try FrameClock.start(framesPerSecond: 60, owner: self) { spinner, _, frame in
+///         let clock = try FrameClock.start(framesPerSecond: 60, .bound(to: self) { spinner, _, frame in
 ///             spinner.angle.withLock { $0 += 90 * frame.elapsedSeconds }   // 90° per second
-///         }
+///         })
 ///         frames.withLock { $0 = clock }
 ///     }
 /// }

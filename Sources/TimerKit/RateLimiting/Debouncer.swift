@@ -49,10 +49,10 @@ public final class Debouncer<Value: Sendable>: Sendable {
     private let delayNanoseconds: Int64
     private let maxWaitNanoseconds: Int64?
     private let delivery: TimerDelivery
-    private let action: @Sendable (Value) -> Void
+    private let handler: TimerHandler<Debouncer, Value>
     private let state = Locked(State())
 
-    /// Creates a debouncer.
+    /// Creates a debouncer that runs a closure.
     ///
     /// - Parameters:
     ///   - delay: How long the values must settle; not negative.
@@ -66,10 +66,41 @@ public final class Debouncer<Value: Sendable>: Sendable {
     /// - Throws: ``TimerError/noDebounceEdge`` when both edges are off;
     ///   ``TimerError/negativeTolerance(_:)`` for a negative delay or `maxWait`;
     ///   ``TimerError/durationOverflow``.
-    public init(
+    public convenience init(
         delay: Duration, leading: Bool = false, trailing: Bool = true, maxWait: Duration? = nil,
         clock: TimerClock = .continuous, delivery: TimerDelivery = .engineThread,
         _ action: @escaping @Sendable (Value) -> Void
+    ) throws(TimerError) {
+        try self.init(
+            delay: delay, leading: leading, trailing: trailing, maxWait: maxWait, clock: clock, delivery: delivery,
+            TimerHandler { _, value in action(value) })
+    }
+
+    /// Creates a debouncer whose action is a ``TimerHandler``: bound to an owner held weakly (C11),
+    /// on the main actor (C15), or both — the search box of a view model:
+    ///
+    /// ```swift
+    /// @MainActor final class SearchViewModel {
+    ///     private(set) var results: [Item] = []
+    ///     private var search: Debouncer<String>?
+    ///     init() throws {
+    ///         search = try Debouncer(delay: .milliseconds(300), .onMainActor(bound: self) { model, _, query in
+    ///             model.results = model.index.matches(query)
+    ///         })
+    ///     }
+    ///     func queryChanged(_ query: String) throws { try search?.send(query) }
+    /// }
+    /// ```
+    ///
+    /// Once an owner is gone, the debouncer drops what it holds at its next edge. The parameters
+    /// mean what they mean for the closure form; `delivery` defaults to the engine thread, or the
+    /// main queue for a main-actor handler.
+    /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
+    ///   main-actor handler given a delivery other than the main queue.
+    public init(
+        delay: Duration, leading: Bool = false, trailing: Bool = true, maxWait: Duration? = nil,
+        clock: TimerClock = .continuous, delivery: TimerDelivery? = nil,
+        _ handler: TimerHandler<Debouncer, Value>
     ) throws(TimerError) {
         guard leading || trailing else { throw .noDebounceEdge }
         let delayNanoseconds = try ScheduledTimer.validatedTolerance(delay)
@@ -80,8 +111,8 @@ public final class Debouncer<Value: Sendable>: Sendable {
         self.leading = leading
         self.trailing = trailing
         self.clock = clock
-        self.delivery = delivery
-        self.action = action
+        self.delivery = try handler.delivery(delivery, otherwise: .engineThread)
+        self.handler = handler
     }
 
     deinit {
@@ -169,12 +200,11 @@ public final class Debouncer<Value: Sendable>: Sendable {
             }
             return .some(state.pending)
         }
-        if let value = value ?? nil { action(value) }
+        if let value = value ?? nil { handler(self, value) { cancel() } }
     }
 
     /// Runs the action with `value` through the delivery, at once.
     private func run(_ value: Value) throws(TimerError) {
-        let action = action
-        try clock.schedule(at: .now, delivery: delivery) { action(value) }
+        try clock.schedule(at: .now, delivery: delivery) { self.handler(self, value) { self.cancel() } }
     }
 }

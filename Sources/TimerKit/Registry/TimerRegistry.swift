@@ -120,6 +120,31 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         onConflict conflict: Conflict = .replace,
         _ handler: @escaping @Sendable (Key, TimerFire) -> Void
     ) throws(TimerError) -> Bool {
+        try schedule(
+            key, at: start, every: interval, tolerance: tolerance, missedDeadlines: missedDeadlines, delivery: delivery,
+            onConflict: conflict, TimerHandler(handler))
+    }
+
+    /// Schedules work under `key` whose handler is a ``TimerHandler``: bound to an owner held
+    /// weakly (C11), on the main actor (C15), or both. Once an owner is gone, the work under the
+    /// key is cancelled at its next deadline without calling the handler.
+    ///
+    /// The parameters mean what they mean for the closure form; a main-actor handler is delivered
+    /// on the main queue whatever the registry's delivery.
+    /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
+    ///   main-actor handler given a delivery other than the main queue.
+    @discardableResult
+    public func schedule(
+        _ key: Key,
+        at start: TimerStart,
+        every interval: Duration? = nil,
+        tolerance: Duration = .zero,
+        missedDeadlines: MissedDeadlinePolicy = .coalesce,
+        delivery: TimerDelivery? = nil,
+        onConflict conflict: Conflict = .replace,
+        _ handler: TimerHandler<Key, TimerFire>
+    ) throws(TimerError) -> Bool {
+        let delivery = try handler.delivery(delivery, otherwise: self.delivery)
         // Decide under the lock whether the key may be taken, and reserve a generation; make the
         // timer outside it (it takes the engine's lock), suspended until it is in the table.
         let generation = try state.withLock { (state) throws(TimerError) -> UInt64? in
@@ -137,12 +162,17 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         let isOneShot = interval == nil
         let timer = try ScheduledTimer.make(
             interval: interval, first: start, tolerance: tolerance, clock: clock, policy: missedDeadlines,
-            delivery: delivery ?? self.delivery, suspended: true
-        ) { [weak self] _, fire in
-            guard isOneShot else { return handler(key, fire) }
+            delivery: delivery, suspended: true
+        ) { [weak self] timer, fire in
+            guard isOneShot else {
+                return handler(key, fire) {
+                    timer.invalidate()
+                    self?.forget(key, generation: generation)
+                }
+            }
             // A one-shot's key is free from the moment its run begins (C6).
             self?.release(key, generation: generation)
-            handler(key, fire)
+            handler(key, fire) { timer.invalidate() }
             self?.finished(key, generation: generation)
         }
         let (installed, replaced) = state.withLock { state -> (Bool, ScheduledTimer?) in
@@ -163,8 +193,8 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         return true
     }
 
-    /// Schedules work under `key` bound to an owner, held weakly (C11): once the owner is gone, the
-    /// work ends at its next deadline without calling the handler.
+    /// Schedules work under `key` bound to an owner, held weakly (C11).
+    @available(*, deprecated, message: "use schedule(_:at:…, .bound(to: owner) { owner, key, fire in … })")
     @discardableResult
     public func schedule<Owner: AnyObject & Sendable>(
         _ key: Key,
@@ -178,15 +208,8 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         _ handler: @escaping @Sendable (Owner, Key, TimerFire) -> Void
     ) throws(TimerError) -> Bool {
         try schedule(
-            key, at: start, every: interval, tolerance: tolerance, missedDeadlines: missedDeadlines,
-            delivery: delivery, onConflict: conflict
-        ) { [weak self, weak owner] key, fire in
-            guard let owner else {
-                _ = self?.cancel(key)
-                return
-            }
-            handler(owner, key, fire)
-        }
+            key, at: start, every: interval, tolerance: tolerance, missedDeadlines: missedDeadlines, delivery: delivery,
+            onConflict: conflict, .bound(to: owner, handler))
     }
 
     /// Frees a one-shot's key when its run begins, unless a newer entry has taken the key.
@@ -196,6 +219,14 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
                 state.slots[key] = nil
                 state.running[key] = slot
             }
+        }
+    }
+
+    /// Removes the entry of generation `generation`, whose owner is gone, unless a newer entry has
+    /// taken the key.
+    private func forget(_ key: Key, generation: UInt64) {
+        state.withLock { state in
+            if state.slots[key]?.generation == generation { state.slots[key] = nil }
         }
     }
 

@@ -8,9 +8,9 @@ extension ScheduledTimer {
     /// invalidate it, say) and a ``TimerFire`` describing the fire.
     ///
     /// The timer runs until it is invalidated, whether or not you keep the returned handle (C12).
-    /// If the closure calls back into an object, prefer the owner-bound form
-    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)-(_,_,_,_,_,_,_,(Owner,ScheduledTimer,TimerFire)->Void)``, which cannot
-    /// create a retain cycle (C11).
+    /// If the closure calls back into an object, bind it to the object instead —
+    /// `.bound(to: self) { owner, timer, fire in … }` (``TimerHandler``) — which cannot create a
+    /// retain cycle (C11); for the main actor, `.onMainActor { … }`.
     ///
     /// ```swift
     /// let heartbeat = try ScheduledTimer.repeating(every: .seconds(1)) { timer, fire in
@@ -63,99 +63,63 @@ extension ScheduledTimer {
         try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: delivery, handler: handler)
     }
 
-    /// Schedules a repeating timer bound to an owner, held weakly (C11) — the form to use whenever
-    /// the handler calls back into an object.
+    /// Schedules a repeating timer whose handler is a ``TimerHandler``: bound to an owner held
+    /// weakly (C11), on the main actor (C15), or both.
     ///
-    /// The timer never keeps `owner` alive. Store it in a property of the owner: when the last
+    /// The timer never keeps an owner alive. Store it in a property of the owner: when the last
     /// outside reference to the owner goes, the owner's `deinit` runs at once, and at its next
     /// deadline the timer finds the owner gone and invalidates itself without calling the handler.
-    /// The handler receives the owner, the timer (to invalidate it, say) and the fire.
     ///
     /// ```swift
-    /// final class Poller: Sendable {
-    ///     let timer = Mutex<ScheduledTimer?>(nil)
+    /// @MainActor final class CountdownViewModel {
+    ///     var timer: ScheduledTimer?
+    ///     var remaining = 60
     ///     func start() throws {
-    ///         let timer = try ScheduledTimer.repeating(every: .seconds(5), owner: self) { poller, timer, _ in
-    ///             if poller.poll() == .done { timer.invalidate() }
-    ///         }
-    ///         self.timer.withLock { $0 = timer }
+    ///         timer = try ScheduledTimer.repeating(every: .seconds(1), .onMainActor(bound: self) { model, timer, _ in
+    ///             model.remaining -= 1
+    ///             if model.remaining == 0 { timer.invalidate() }
+    ///         })
     ///     }
-    ///     func poll() -> PollResult { … }
     /// }
     /// ```
+    ///
+    /// The other parameters mean what they mean for
+    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)``;
+    /// `delivery` defaults to the engine thread, or the main queue for a main-actor handler.
+    /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
+    ///   main-actor handler given a delivery other than the main queue.
     @discardableResult
-    public static func repeating<Owner: AnyObject & Sendable>(
+    public static func repeating(
         every interval: Duration,
         first: TimerStart? = nil,
         tolerance: Duration = .zero,
         clock: TimerClock = .continuous,
         missedDeadlines: MissedDeadlinePolicy = .coalesce,
-        delivery: TimerDelivery = .engineThread,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, ScheduledTimer, TimerFire) -> Void
+        delivery: TimerDelivery? = nil,
+        _ handler: TimerHandler<ScheduledTimer, TimerFire>
     ) throws(TimerError) -> ScheduledTimer {
-        try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: delivery, handler: bind(owner, handler))
+        try make(
+            interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines,
+            delivery: handler.delivery(delivery, otherwise: .engineThread), handler: handler.closure { $0.invalidate() })
     }
 
-    /// Schedules a one-shot timer bound to an owner, held weakly (C11). If the owner is gone by the
-    /// deadline, the timer ends without calling the handler.
+    /// Schedules a one-shot timer whose handler is a ``TimerHandler``: bound to an owner held
+    /// weakly (C11), on the main actor (C15), or both. If the owner is gone by the deadline, the
+    /// timer ends without calling the handler.
+    ///
+    /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
+    ///   main-actor handler given a delivery other than the main queue.
     @discardableResult
-    public static func once<Owner: AnyObject & Sendable>(
+    public static func once(
         at start: TimerStart,
         tolerance: Duration = .zero,
         clock: TimerClock = .continuous,
-        delivery: TimerDelivery = .engineThread,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, ScheduledTimer, TimerFire) -> Void
-    ) throws(TimerError) -> ScheduledTimer {
-        try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: delivery, handler: bind(owner, handler))
-    }
-
-    /// The earlier owner-bound form, whose handler does not receive the timer.
-    @available(*, deprecated, message: "the handler receives the timer too: { owner, timer, fire in … }")
-    @discardableResult
-    public static func repeating<Owner: AnyObject & Sendable>(
-        every interval: Duration,
-        first: TimerStart? = nil,
-        tolerance: Duration = .zero,
-        clock: TimerClock = .continuous,
-        missedDeadlines: MissedDeadlinePolicy = .coalesce,
-        delivery: TimerDelivery = .engineThread,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
+        delivery: TimerDelivery? = nil,
+        _ handler: TimerHandler<ScheduledTimer, TimerFire>
     ) throws(TimerError) -> ScheduledTimer {
         try make(
-            interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: delivery,
-            handler: bind(owner) { owner, _, fire in handler(owner, fire) })
-    }
-
-    /// The earlier owner-bound form, whose handler does not receive the timer.
-    @available(*, deprecated, message: "the handler receives the timer too: { owner, timer, fire in … }")
-    @discardableResult
-    public static func once<Owner: AnyObject & Sendable>(
-        at start: TimerStart,
-        tolerance: Duration = .zero,
-        clock: TimerClock = .continuous,
-        delivery: TimerDelivery = .engineThread,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, TimerFire) -> Void
-    ) throws(TimerError) -> ScheduledTimer {
-        try make(
-            interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: delivery,
-            handler: bind(owner) { owner, _, fire in handler(owner, fire) })
-    }
-
-    static func bind<Owner: AnyObject & Sendable>(
-        _ owner: Owner,
-        _ handler: @escaping @Sendable (Owner, ScheduledTimer, TimerFire) -> Void
-    ) -> Handler {
-        { [weak owner] timer, fire in
-            guard let owner else {
-                timer.invalidate()
-                return
-            }
-            handler(owner, timer, fire)
-        }
+            interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce,
+            delivery: handler.delivery(delivery, otherwise: .engineThread), handler: handler.closure { $0.invalidate() })
     }
 
     static func make(

@@ -5,10 +5,10 @@ import Synchronization
 /// A timer that cannot leak, needs no run loop, and keeps NSTimer's exact semantics where they are
 /// right: fires on a fixed grid with no drift, a tolerance window, and coalesced missed deadlines.
 ///
-/// Create one with a factory — ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)``,
-/// ``once(at:tolerance:clock:delivery:_:)``, their owner-bound forms
-/// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:owner:_:)-(_,_,_,_,_,_,_,(Owner,ScheduledTimer,TimerFire)->Void)`` (recommended
-/// whenever the handler calls back into an object), or the `@MainActor` forms — or iterate
+/// Create one with a factory — ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)`` or
+/// ``once(at:tolerance:clock:delivery:_:)-(_,_,_,_,(ScheduledTimer,TimerFire)->Void)`` with a closure, or the same with a
+/// ``TimerHandler``: `.bound(to: self) { owner, timer, fire in … }` (recommended whenever the handler
+/// calls back into an object), `.onMainActor { … }`, `.onMainActor(bound: self) { … }` — or iterate
 /// ``fires(every:first:tolerance:clock:missedDeadlines:)`` with `for await`.
 ///
 /// ## Lifetime (C12)
@@ -19,7 +19,7 @@ import Synchronization
 /// timer: nobody can resume it once its last handle is gone, so it is released with the handle —
 /// and debug builds print a warning saying so (invalidate it first to say that this is intended).
 ///
-/// A timer never holds its owner (C11): the owner-bound factories keep the owner weakly and pass it
+/// A timer never holds its owner (C11): a handler bound to an owner (``TimerHandler/bound(to:_:)``) keeps it weakly and pass it
 /// to the handler, and once the owner is gone the timer invalidates itself at its next deadline
 /// without calling the handler. Store such a timer in a property of its owner; the owner's `deinit`
 /// runs as soon as the last outside reference goes, and no `invalidate()` in a "view will
@@ -48,7 +48,8 @@ public final class ScheduledTimer: @unchecked Sendable {
 
     let engine: TimerEngine
     let toleranceNanoseconds: Int64
-    let delivery: TimerDelivery
+    /// Where the handler runs (C15).
+    public let delivery: TimerDelivery
     /// The policy for missed deadlines (C5).
     public let missedDeadlinePolicy: MissedDeadlinePolicy
 

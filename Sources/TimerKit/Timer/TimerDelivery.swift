@@ -5,8 +5,8 @@ import Dispatch
 /// No run loop is involved: a timer fires whatever the main thread is doing with its run loop, in
 /// every run-loop mode, and a blocked thread delays only the timers delivered to it.
 ///
-/// For a `@MainActor` handler, use ``ScheduledTimer/repeatingOnMainActor(every:first:tolerance:clock:missedDeadlines:_:)``
-/// and its siblings; they deliver on the main queue.
+/// A `@MainActor` handler (``TimerHandler/onMainActor(_:)``) is delivered on the main queue and
+/// needs no delivery of its own.
 public struct TimerDelivery: Sendable, Hashable, CustomStringConvertible {
     enum Target: Sendable, Hashable {
         case engineThread
@@ -41,7 +41,15 @@ public struct TimerDelivery: Sendable, Hashable, CustomStringConvertible {
     /// Runs the handler on a dispatch queue (main, global or your own). Runs of one timer never
     /// overlap, even on a concurrent queue (C14).
     public static func queue(_ queue: DispatchQueue) -> TimerDelivery {
-        TimerDelivery(target: .queue(queue))
+        TimerDelivery(target: .queue(isMain(queue) ? mainQueue : queue))
+    }
+
+    /// The main queue, one object for every delivery to it. On Linux each read of
+    /// `DispatchQueue.main` makes a new object for the same queue, so it is recognized by its label.
+    private static let mainQueue = DispatchQueue.main
+
+    private static func isMain(_ queue: DispatchQueue) -> Bool {
+        queue === mainQueue || queue.label == mainQueue.label
     }
 
     public var description: String {

@@ -283,10 +283,10 @@ extension Demo {
         let frames = Collected<FrameClock.Frame>()
         var view: FrameView? = FrameView()
         weak let weakView = view
-        let clock = try FrameClock.start(framesPerSecond: 60, owner: view!) { view, _, frame in
+        let clock = try FrameClock.start(framesPerSecond: 60, .bound(to: view!) { view, _, frame in
             view.frames.increment()
             frames.append(frame)
-        }
+        })
         try await Task.sleep(for: .milliseconds(500))
         view = nil
         await until { !clock.isValid }

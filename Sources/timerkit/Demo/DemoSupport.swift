@@ -13,7 +13,7 @@ final class Screen: @unchecked Sendable {
 
     init(deinits: Counted) throws {
         self.deinits = deinits
-        let timer = try ScheduledTimer.repeating(every: .milliseconds(25), owner: self) { screen, _, _ in screen.tick() }
+        let timer = try ScheduledTimer.repeating(every: .milliseconds(25), .bound(to: self) { screen, _, _ in screen.tick() })
         lock.withLock { storedTimer = timer }
     }
 
@@ -31,7 +31,7 @@ final class FrameView: Sendable {
 enum MainActorTicker {
     static func run() async throws -> Int {
         var ticks = 0
-        let timer = try ScheduledTimer.repeatingOnMainActor(every: .milliseconds(20)) { _, _ in ticks += 1 }
+        let timer = try ScheduledTimer.repeating(every: .milliseconds(20), .onMainActor { _, _ in ticks += 1 })
         try await Task.sleep(for: .milliseconds(150))
         timer.invalidate()
         return ticks
