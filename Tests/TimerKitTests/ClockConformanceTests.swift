@@ -17,9 +17,9 @@ struct ClockConformanceTests {
         let sleeper = Task { try await Task.sleep(for: .seconds(5), clock: clock) }
         #expect(await eventually { virtual.pendingTimerCount == 1 })
         #expect(virtual.nextDeadline == clock.now + .seconds(5))
-        virtual.advance(by: .seconds(4))
+        await virtual.advance(by: .seconds(4))
         #expect(virtual.pendingTimerCount == 1)
-        virtual.advance(by: .seconds(1))
+        await virtual.advance(by: .seconds(1))
         try await sleeper.value
         #expect(virtual.pendingTimerCount == 0)
     }
@@ -34,7 +34,7 @@ struct ClockConformanceTests {
         await #expect(throws: CancellationError.self) { try await sleeper.value }
         #expect(virtual.pendingTimerCount == 0)
         // Advancing past the deadline later resumes nothing.
-        #expect(virtual.advance(by: .seconds(61)) == 0)
+        #expect(await virtual.advance(by: .seconds(61)) == 0)
     }
 
     @Test("A task cancelled before it sleeps does not sleep, and schedules nothing")
@@ -73,7 +73,7 @@ struct ClockConformanceTests {
         }
         #expect(await eventually { virtual.pendingTimerCount == 5 })
         for second in 1...5 {
-            virtual.advance(by: .seconds(1))
+            await virtual.advance(by: .seconds(1))
             #expect(await eventually { order.count == second })
         }
         for task in tasks { try await task.value }

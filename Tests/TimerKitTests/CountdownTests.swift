@@ -215,7 +215,7 @@ struct CountdownTests {
     func tickSequence() async throws {
         let virtual = VirtualClock()
         let ticks = try Countdown.ticks(to: .after(.seconds(3)), clock: virtual.clock)
-        virtual.advance(by: .seconds(1))
+        await virtual.advance(by: .seconds(1))
         #expect(ticks.countdown.value == 2, "the deadline is fixed at creation")
         let received = Recorder<Int64>()
         let consumer = Task {
@@ -224,7 +224,7 @@ struct CountdownTests {
         // One tick at a time: the sequence keeps only the newest tick for a consumer that lags.
         for expected in 1...2 {
             #expect(await eventually { received.count == expected })
-            virtual.advance(by: .seconds(1))
+            await virtual.advance(by: .seconds(1))
         }
         await consumer.value
         #expect(received.all == [2, 1, 0], "starts with the value when iteration starts; ends after the final tick")

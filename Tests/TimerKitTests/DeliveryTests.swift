@@ -150,14 +150,14 @@ extension RealTime.DeliveryTests {
     func sequenceStartsWithIteration() async throws {
         let virtual = VirtualClock()
         let fires = try ScheduledTimer.fires(every: .seconds(1), clock: virtual.clock)
-        virtual.advance(by: .seconds(5))
+        await virtual.advance(by: .seconds(5))
         #expect(virtual.pendingTimerCount == 0, "nothing runs before the first next()")
         let consumer = Task { () -> TimerFire? in
             for await fire in fires { return fire }
             return nil
         }
         #expect(await eventually { virtual.pendingTimerCount == 1 })
-        virtual.advance(by: .seconds(1))
+        await virtual.advance(by: .seconds(1))
         let fire = try #require(await consumer.value)
         #expect(fire.deadlineCount == 1)
         #expect(fire.scheduledDeadline == TimerInstant(kind: .virtual, nanoseconds: 6_000_000_000))

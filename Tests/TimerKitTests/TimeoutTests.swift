@@ -24,9 +24,9 @@ struct TimeoutTests {
         }
         // The operation's sleep and the timeout's: two entries.
         #expect(await eventually { virtual.pendingTimerCount == 2 })
-        virtual.advance(by: .seconds(4))
+        await virtual.advance(by: .seconds(4))
         #expect(virtual.pendingTimerCount == 2)
-        virtual.advance(by: .seconds(1))
+        await virtual.advance(by: .seconds(1))
         await #expect {
             try await call.value
         } throws: { error in
@@ -49,7 +49,7 @@ struct TimeoutTests {
             }
         }
         #expect(await eventually { virtual.pendingTimerCount == 2 })
-        virtual.advance(by: .seconds(2))
+        await virtual.advance(by: .seconds(2))
         #expect(try await call.value == 42)
         #expect(await eventually { virtual.pendingTimerCount == 0 })
     }
@@ -74,7 +74,7 @@ struct TimeoutTests {
             }
         }
         #expect(await eventually { virtual.pendingTimerCount == 2 })
-        virtual.advance(by: .seconds(3))
+        await virtual.advance(by: .seconds(3))
         await #expect {
             try await call.value
         } throws: { error in

@@ -77,7 +77,7 @@ struct TimerRegistryTests {
         queue.sync {}
         #expect(live.cancel("running") == .notFound)
         #expect(live.cancel("repeating") == .cancelled)
-        virtual.advance(by: .seconds(2))
+        await virtual.advance(by: .seconds(2))
     }
 
     @Test("Deadlines move in place: reschedule to a new instant, or postpone by a delay; no cancel and recreate")

@@ -35,16 +35,19 @@ extension TimerClock: Clock {
         // A deadline that has come ends the sleep at once (C17), also on a virtual clock that
         // nobody advances.
         guard deadline > now else { return }
-        let sleeper = Sleeper()
+        let sleeper = Sleeper(deadline: deadline.nanoseconds)
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                sleeper.wait(continuation, on: engine)
                 do {
-                    let callback = try schedule(at: .at(deadline), tolerance: tolerance ?? .zero) {
-                        continuation.resume()
-                    }
-                    sleeper.started(callback, continuation)
+                    // The callback's closure holds the only reference to the wake-up: when the
+                    // engine releases it without running it — cancelled, or its clock shut
+                    // down — the sleeper is resumed too, so no sleeping task is ever lost.
+                    let wakeUp = WakeUp(sleeper)
+                    let callback = try schedule(at: .at(deadline), tolerance: tolerance ?? .zero) { wakeUp.fire() }
+                    sleeper.scheduled(callback)
                 } catch {
-                    continuation.resume(throwing: error)
+                    sleeper.end(throwing: error)
                 }
             }
         } onCancel: {
@@ -53,36 +56,90 @@ extension TimerClock: Clock {
     }
 }
 
-/// One sleeping task: the engine's callback resumes it at the deadline, or a cancellation resumes
-/// it with `CancellationError` — whichever comes first, exactly once. The engine decides: a
-/// callback whose `cancel()` returned `true` never runs (C8), so only then does the cancellation
-/// resume the task.
-private final class Sleeper: Sendable {
-    private enum Phase {
-        case starting
-        case sleeping(ScheduledCallback, UnsafeContinuation<Void, any Error>)
-        case cancelled
+/// One sleeping task, resumed exactly once: by its callback at the deadline, or with an error when
+/// the callback is released unrun — `CancellationError` after a cancellation (a callback whose
+/// `cancel()` returned `true` never runs, C8), ``TimerError/clockShutDown`` when its clock was shut
+/// down.
+final class Sleeper: Sendable {
+    private struct State {
+        var continuation: UnsafeContinuation<Void, any Error>?
+        var callback: ScheduledCallback?
+        var isCancelled = false
+        var engine: TimerEngine?
     }
 
-    private let phase = Locked(Phase.starting)
+    /// The deadline, in the clock's nanoseconds.
+    let deadline: Int64
+    private let state = Locked(State())
 
-    /// The callback is scheduled; a cancellation that came first ends the sleep now.
-    func started(_ callback: ScheduledCallback, _ continuation: UnsafeContinuation<Void, any Error>) {
-        let cancelledFirst = phase.withLock { phase -> Bool in
-            if case .cancelled = phase { return true }
-            phase = .sleeping(callback, continuation)
-            return false
+    init(deadline: Int64) {
+        self.deadline = deadline
+    }
+
+    /// The task is suspended; a virtual clock lists it among its sleepers until it is resumed.
+    func wait(_ continuation: UnsafeContinuation<Void, any Error>, on engine: TimerEngine) {
+        state.withLock {
+            $0.continuation = continuation
+            if engine.isVirtual { $0.engine = engine }
         }
-        if cancelledFirst && callback.cancel() { continuation.resume(throwing: CancellationError()) }
+        if engine.isVirtual { engine.sleepers.withLock { $0[ObjectIdentifier(self)] = self } }
+    }
+
+    /// The callback is scheduled; a cancellation that came first cancels it now.
+    func scheduled(_ callback: ScheduledCallback) {
+        let cancelledFirst = state.withLock { state -> Bool in
+            state.callback = callback
+            return state.isCancelled
+        }
+        if cancelledFirst { callback.cancel() }
     }
 
     func cancel() {
-        let sleeping = phase.withLock { phase -> (ScheduledCallback, UnsafeContinuation<Void, any Error>)? in
-            defer { phase = .cancelled }
-            if case .sleeping(let callback, let continuation) = phase { return (callback, continuation) }
-            return nil
+        let callback = state.withLock { state -> ScheduledCallback? in
+            state.isCancelled = true
+            return state.callback
         }
-        guard let (callback, continuation) = sleeping else { return }
-        if callback.cancel() { continuation.resume(throwing: CancellationError()) }
+        // If this wins, the engine releases the callback's closure, and its wake-up resumes the
+        // task with CancellationError.
+        callback?.cancel()
+    }
+
+    /// Resumes the task: normally when `error` is nil, else by throwing it; later calls do nothing.
+    func end(throwing error: (any Error)?) {
+        let (continuation, engine) = state.withLock { state in
+            defer {
+                state.continuation = nil
+                state.callback = nil
+                state.engine = nil
+            }
+            return (state.continuation, state.engine)
+        }
+        guard let continuation else { return }
+        _ = engine?.sleepers.withLock { $0.removeValue(forKey: ObjectIdentifier(self)) }
+        if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+    }
+
+    /// The callback was released without running.
+    fileprivate func released() {
+        let isCancelled = state.withLock { $0.isCancelled }
+        end(throwing: isCancelled ? CancellationError() : TimerError.clockShutDown)
+    }
+}
+
+/// What a sleeper's callback holds: it resumes the sleeper when it runs, and when it is released
+/// unrun.
+private final class WakeUp: Sendable {
+    private let sleeper: Sleeper
+
+    init(_ sleeper: Sleeper) {
+        self.sleeper = sleeper
+    }
+
+    func fire() {
+        sleeper.end(throwing: nil)
+    }
+
+    deinit {
+        sleeper.released()
     }
 }

@@ -22,6 +22,10 @@ extension TimerClock {
         engine.advance(to: nanoseconds, jumping: true)
     }
 
+    /// The deadlines of the tasks sleeping on a virtual clock, earliest first.
+    @_spi(VirtualTime)
+    public var _virtualSleeperDeadlines: [Int64] { engine.sleepers.withLock { $0.values.map(\.deadline) }.sorted() }
+
     /// The earliest deadline among a virtual clock's pending timers.
     @_spi(VirtualTime)
     public var _earliestVirtualDeadline: Int64? { engine.earliestDeadline }

@@ -64,6 +64,8 @@ final class TimerEngine: @unchecked Sendable {
     let state: Locked<State>
     /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
     let hasShutDown = Atomic<Bool>(false)
+    /// The tasks sleeping on a virtual clock, for its report of leaked sleepers.
+    let sleepers = Locked<[ObjectIdentifier: Sleeper]>([:])
     private let driver: (any EngineDriver)?
 
     static let sharedContinuous = TimerEngine(kind: .continuous, isShared: true)
