@@ -14,8 +14,9 @@ struct ClockConformanceTests {
     func virtualSleep() async throws {
         let virtual = VirtualClock()
         let clock = virtual.clock
-        let sleeper = Task { try await Task.sleep(for: .seconds(5), clock: clock) }
-        #expect(await eventually { virtual.pendingTimerCount == 1 })
+        let sleeper = Task(executorPreference: virtual.executor) { try await Task.sleep(for: .seconds(5), clock: clock) }
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 1)
         #expect(virtual.nextDeadline == clock.now + .seconds(5))
         await virtual.advance(by: .seconds(4))
         #expect(virtual.pendingTimerCount == 1)
@@ -28,8 +29,9 @@ struct ClockConformanceTests {
     func cancelDuringSleep() async throws {
         let virtual = VirtualClock()
         let clock = virtual.clock
-        let sleeper = Task { try await clock.sleep(until: clock.now + .seconds(60)) }
-        #expect(await eventually { virtual.pendingTimerCount == 1 })
+        let sleeper = Task(executorPreference: virtual.executor) { try await clock.sleep(until: clock.now + .seconds(60)) }
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 1)
         sleeper.cancel()
         await #expect(throws: CancellationError.self) { try await sleeper.value }
         #expect(virtual.pendingTimerCount == 0)
@@ -66,15 +68,16 @@ struct ClockConformanceTests {
         let virtual = VirtualClock()
         let order = Recorder<Int>()
         let tasks = (1...5).reversed().map { seconds in
-            Task {
+            Task(executorPreference: virtual.executor) {
                 try await sleepGenerically(virtual.clock, for: .seconds(seconds))
                 order.append(seconds)
             }
         }
-        #expect(await eventually { virtual.pendingTimerCount == 5 })
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 5)
         for second in 1...5 {
             await virtual.advance(by: .seconds(1))
-            #expect(await eventually { order.count == second })
+            #expect(order.count == second)
         }
         for task in tasks { try await task.value }
         #expect(order.all == [1, 2, 3, 4, 5])

@@ -12,7 +12,7 @@ struct TimeoutTests {
         let virtual = VirtualClock()
         let clock = virtual.clock
         let wasCancelled = Flag()
-        let call = Task {
+        let call = Task(executorPreference: virtual.executor) {
             try await withTimeout(.seconds(5), clock: clock) {
                 do {
                     try await Task.sleep(for: .seconds(10), clock: clock)
@@ -23,7 +23,8 @@ struct TimeoutTests {
             }
         }
         // The operation's sleep and the timeout's: two entries.
-        #expect(await eventually { virtual.pendingTimerCount == 2 })
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 2)
         await virtual.advance(by: .seconds(4))
         #expect(virtual.pendingTimerCount == 2)
         await virtual.advance(by: .seconds(1))
@@ -42,16 +43,17 @@ struct TimeoutTests {
     func finishesInTime() async throws {
         let virtual = VirtualClock()
         let clock = virtual.clock
-        let call = Task {
+        let call = Task(executorPreference: virtual.executor) {
             try await withTimeout(.seconds(5), clock: clock) {
                 try await Task.sleep(for: .seconds(2), clock: clock)
                 return 42
             }
         }
-        #expect(await eventually { virtual.pendingTimerCount == 2 })
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 2)
         await virtual.advance(by: .seconds(2))
         #expect(try await call.value == 42)
-        #expect(await eventually { virtual.pendingTimerCount == 0 })
+        #expect(virtual.pendingTimerCount == 0)
     }
 
     @Test("The operation's own error is rethrown, not turned into a timeout")
@@ -68,12 +70,13 @@ struct TimeoutTests {
         let virtual = VirtualClock()
         let clock = virtual.clock
         let deadline = clock.now + .seconds(3)
-        let call = Task {
+        let call = Task(executorPreference: virtual.executor) {
             try await withDeadline(deadline, clock: clock) {
                 try await Task.sleep(for: .seconds(60), clock: clock)
             }
         }
-        #expect(await eventually { virtual.pendingTimerCount == 2 })
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 2)
         await virtual.advance(by: .seconds(3))
         await #expect {
             try await call.value
@@ -94,10 +97,11 @@ struct TimeoutTests {
     func callerCancelled() async throws {
         let virtual = VirtualClock()
         let clock = virtual.clock
-        let call = Task {
+        let call = Task(executorPreference: virtual.executor) {
             try await withTimeout(.seconds(5), clock: clock) { try await Task.sleep(for: .seconds(60), clock: clock) }
         }
-        #expect(await eventually { virtual.pendingTimerCount == 2 })
+        await virtual.advance(by: .zero)
+        #expect(virtual.pendingTimerCount == 2)
         call.cancel()
         await #expect(throws: CancellationError.self) { try await call.value }
         #expect(virtual.pendingTimerCount == 0)
