@@ -30,7 +30,8 @@ import Foundation
 /// ``advance(by:)-(Duration)async``, ``advance(to:)-(TimerInstant)async`` and ``run(maxFires:)`` are
 /// exact: they resume the sleepers that come due, in (deadline, creation) order, and return only
 /// once the code they resumed has run until it is suspended again or has finished — no yields, no
-/// polling. See <doc:TestingAsyncCode> for what that covers and what it does not.
+/// polling. TimerKit's article "Testing async code with VirtualClock" says what that covers and
+/// what it does not.
 public final class VirtualClock: Sendable {
     /// The ``TimerClock`` to create timers on.
     public let clock: TimerClock

@@ -169,4 +169,35 @@ struct AsyncVirtualClockTests {
         #expect(virtual.sleepers.isEmpty)
         #expect(virtual.pendingTimerCount == 0)
     }
+
+    /// The example of the article "Testing async code with VirtualClock", as written there.
+    final class FakeAPI: Sendable {
+        private let count = Mutex(0)
+        let readyAfter: Int
+        init(readyAfter: Int) { self.readyAfter = readyAfter }
+        var requests: Int { count.withLock { $0 } }
+        func isReady() async -> Bool { count.withLock { $0 += 1; return $0 >= readyAfter } }
+    }
+
+    static func waitUntilReady(_ api: FakeAPI, every interval: Duration, clock: some Clock<Duration>) async throws {
+        while true {
+            try await clock.sleep(for: interval)
+            if await api.isReady() { return }
+        }
+    }
+
+    @Test("The article's example: a poll loop generic over Clock is exactly as far as the virtual clock says")
+    func pollsEverySecondUntilDone() async throws {
+        let virtual = VirtualClock()
+        let api = FakeAPI(readyAfter: 3)
+        let poll = Task(executorPreference: virtual.executor) {
+            try await Self.waitUntilReady(api, every: .seconds(1), clock: virtual)
+        }
+        await virtual.advance(by: .seconds(2))
+        #expect(api.requests == 2)
+        await virtual.advance(by: .seconds(1))
+        #expect(api.requests == 3)
+        try await poll.value
+        #expect(virtual.sleepers.isEmpty)
+    }
 }
