@@ -30,6 +30,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     case keyNotFound(String)
     /// A ``Debouncer`` was asked for neither its leading nor its trailing edge: it would never run.
     case noDebounceEdge
+    /// A ``Throttler`` was asked for neither its leading nor its trailing edge: it would never run.
+    case noThrottleEdge
     /// A main-actor ``TimerHandler`` was given a delivery other than the main queue (the delivery
     /// is given). Main-actor handlers run on the main queue: give them no delivery.
     case conflictingDelivery(TimerDelivery)
@@ -60,6 +62,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "the registry holds nothing under the key \(key)"
         case .noDebounceEdge:
             "a debouncer needs its leading edge, its trailing edge, or both; with neither it never runs"
+        case .noThrottleEdge:
+            "a throttler needs its leading edge, its trailing edge, or both; with neither it never runs"
         case .conflictingDelivery(let delivery):
             "a main-actor handler runs on the main queue and cannot be delivered to \(delivery)"
         }
