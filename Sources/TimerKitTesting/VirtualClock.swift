@@ -36,7 +36,7 @@ public final class VirtualClock: Sendable {
     /// The ``TimerClock`` to create timers on.
     public let clock: TimerClock
 
-    private let virtualExecutor = VirtualExecutor()
+    private let virtualExecutor: VirtualExecutor
 
     /// The task executor (SE-0417) on which async code under test runs, so that the async forms of
     /// `advance` know when it has run as far as it can.
@@ -52,7 +52,10 @@ public final class VirtualClock: Sendable {
 
     /// Creates a virtual clock that reads `start` after its origin.
     public init(start: Duration = .zero) {
-        clock = TimerClock._makeVirtual(startingAt: start.components.seconds * 1_000_000_000 + start.components.attoseconds / 1_000_000_000)
+        let executor = VirtualExecutor()
+        virtualExecutor = executor
+        clock = TimerClock._makeVirtual(
+            startingAt: start.components.seconds * 1_000_000_000 + start.components.attoseconds / 1_000_000_000, taskExecutor: executor)
     }
 
     /// Releasing the clock invalidates its timers and resumes the tasks still sleeping on it with

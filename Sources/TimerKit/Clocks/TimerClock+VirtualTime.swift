@@ -4,8 +4,8 @@ extension TimerClock {
     /// Creates a virtual clock whose engine has no driver: time moves only through
     /// ``_advanceVirtualTime(to:maxFires:)``.
     @_spi(VirtualTime)
-    public static func _makeVirtual(startingAt nanoseconds: Int64) -> TimerClock {
-        TimerClock(engine: TimerEngine(kind: .virtual, isShared: false, driver: nil, virtualStart: nanoseconds))
+    public static func _makeVirtual(startingAt nanoseconds: Int64, taskExecutor: (any TaskExecutor)? = nil) -> TimerClock {
+        TimerClock(engine: TimerEngine(kind: .virtual, isShared: false, driver: nil, virtualStart: nanoseconds, taskExecutor: taskExecutor))
     }
 
     /// Moves a virtual clock forward to `nanoseconds`, firing what comes due; returns the number of

@@ -64,6 +64,9 @@ final class TimerEngine: @unchecked Sendable {
     let state: Locked<State>
     /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
     let hasShutDown = Atomic<Bool>(false)
+    /// Where the tasks TimerKit starts for this clock run: a virtual clock's executor, so that its
+    /// async `advance` waits for them; `nil` (the global executor) for the system clocks.
+    let taskExecutor: (any TaskExecutor)?
     /// The tasks sleeping on a virtual clock, for its report of leaked sleepers.
     let sleepers = Locked<[ObjectIdentifier: Sleeper]>([:])
     private let driver: (any EngineDriver)?
@@ -87,8 +90,12 @@ final class TimerEngine: @unchecked Sendable {
         self.init(kind: kind, isShared: isShared, driver: driver, layout: layout)
     }
 
-    init(kind: TimerClock.Kind, isShared: Bool, driver: (any EngineDriver)?, virtualStart: Int64 = 0, layout: TimerStore.Layout = .wheel) {
+    init(
+        kind: TimerClock.Kind, isShared: Bool, driver: (any EngineDriver)?, virtualStart: Int64 = 0, layout: TimerStore.Layout = .wheel,
+        taskExecutor: (any TaskExecutor)? = nil
+    ) {
         self.kind = kind
+        self.taskExecutor = taskExecutor
         self.isShared = isShared
         self.driver = driver
         self.isVirtual = driver == nil
