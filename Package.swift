@@ -12,6 +12,9 @@ let package = Package(
     dependencies: [
         // The command-line tool only; the libraries depend on the toolchain alone.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Tests only: swift-async-algorithms' operators run on TimerKit's clocks. A package that
+        // depends on TimerKit never fetches it.
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
     ],
     targets: [
         .target(name: "CTimerKitShims"),
@@ -34,6 +37,14 @@ let package = Package(
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "timerkitTests", dependencies: ["timerkit"]),
+        .testTarget(
+            name: "AsyncAlgorithmsInteropTests",
+            dependencies: [
+                "TimerKit",
+                "TimerKitTesting",
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

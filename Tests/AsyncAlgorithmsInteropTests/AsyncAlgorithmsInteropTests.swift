@@ -1,0 +1,64 @@
+import AsyncAlgorithms
+import Synchronization
+import Testing
+import TimerKit
+import TimerKitTesting
+
+/// swift-async-algorithms' time-based operators take any `Clock`: they run on TimerKit's clocks,
+/// and on a virtual clock in tests.
+@Suite("swift-async-algorithms on TimerKit's clocks")
+struct AsyncAlgorithmsInteropTests {
+    final class Seen: Sendable {
+        private let values = Mutex<[String]>([])
+        func append(_ value: String) { values.withLock { $0.append(value) } }
+        var all: [String] { values.withLock { $0 } }
+    }
+
+    @Test("debounce(for:clock:) on a virtual clock: the latest element of a burst, once the clock has moved past its delay")
+    func debounceOnVirtualClock() async throws {
+        let virtual = VirtualClock()
+        let (input, feed) = AsyncStream<String>.makeStream()
+        let seen = Seen()
+        let consumer = Task(executorPreference: virtual.executor) {
+            for await query in input.debounce(for: .milliseconds(300), clock: virtual) { seen.append("\(query)@\(virtual.now)") }
+            seen.append("end")
+        }
+        for query in ["s", "sw", "swift"] { feed.yield(query) }
+        // The operator consumes its input and sleeps in unstructured tasks of its own, which do not
+        // run on the clock's executor: an advance cannot see them, so wait for their effects.
+        #expect(await until { !virtual.sleepers.isEmpty })
+        await virtual.advance(by: .milliseconds(299))
+        #expect(seen.all.isEmpty)
+        await virtual.advance(by: .milliseconds(1))
+        #expect(await until { !seen.all.isEmpty })
+        #expect(seen.all == ["swift@virtual+0.3s"])
+        feed.finish()
+        await consumer.value
+        #expect(seen.all == ["swift@virtual+0.3s", "end"])
+    }
+
+    @Test("AsyncTimerSequence on TimerKit's continuous clock ticks, never before its deadlines")
+    func timerSequenceOnTimerClock() async throws {
+        let clock = TimerClock.continuous
+        let start = clock.now
+        var ticks: [TimerInstant] = []
+        for await instant in AsyncTimerSequence(interval: .milliseconds(20), clock: clock) {
+            ticks.append(instant)
+            if ticks.count == 3 { break }
+        }
+        #expect(ticks.count == 3)
+        #expect(ticks.allSatisfy { $0 >= start })
+        #expect(clock.now - start >= .milliseconds(60))
+    }
+
+    /// Waits for a condition that another task makes true, checking between yields; `false` if
+    /// it is still false after ten seconds.
+    func until(_ condition: () -> Bool) async -> Bool {
+        let end = ContinuousClock.now + .seconds(10)
+        while !condition() {
+            guard ContinuousClock.now < end else { return false }
+            await Task.yield()
+        }
+        return true
+    }
+}
