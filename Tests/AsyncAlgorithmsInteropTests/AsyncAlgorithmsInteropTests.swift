@@ -62,3 +62,22 @@ struct AsyncAlgorithmsInteropTests {
         return true
     }
 }
+
+extension AsyncAlgorithmsInteropTests {
+    @Test("swift-async-algorithms' debounce, when its input ends during a burst, delivers the waiting element at once and ends — as TimerKit's debounced does")
+    func debounceAtEndOfInput() async throws {
+        let virtual = VirtualClock()
+        let (input, feed) = AsyncStream<String>.makeStream()
+        let seen = Seen()
+        let consumer = Task(executorPreference: virtual.executor) {
+            for await query in input.debounce(for: .seconds(60), clock: virtual) { seen.append("\(query)@\(virtual.now)") }
+            seen.append("end@\(virtual.now)")
+        }
+        feed.yield("s")
+        feed.yield("swift")
+        #expect(await until { !virtual.sleepers.isEmpty })
+        feed.finish()
+        await consumer.value
+        #expect(seen.all == ["swift@virtual+0s", "end@virtual+0s"])
+    }
+}
