@@ -94,6 +94,15 @@ struct ClockConformanceTests {
 extension RealTime {
     @Suite("Clock conformance in real time")
     struct ClockConformanceRealTimeTests {
+        @Test("C8: a task sleeping on a clock that is shut down is resumed with clockShutDown, not lost")
+        func shutDownResumesSleepers() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            let sleeper = Task { try await Task.sleep(for: .seconds(60), clock: clock) }
+            #expect(await eventually { clock.pendingTimerCount == 1 })
+            clock.shutdown()
+            await #expect(throws: TimerError.clockShutDown) { try await sleeper.value }
+        }
+
         @Test("C2: Task.sleep(for:clock:) on each system clock never ends before its deadline", arguments: [TimerClock.continuous, .suspending, .wall])
         func neverEarly(clock: TimerClock) async throws {
             for _ in 0..<5 {
