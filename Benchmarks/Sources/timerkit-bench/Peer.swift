@@ -14,6 +14,8 @@ struct Capabilities: OptionSet, Sendable {
     static let blockable = Capabilities(rawValue: 1 << 3)
     /// Can run 10k repeating timers at once (wakeups).
     static let manyRepeating = Capabilities(rawValue: 1 << 4)
+    /// Schedules and cancels one-shots from any thread at once (mtchurn).
+    static let anyThread = Capabilities(rawValue: 1 << 5)
 }
 
 /// Where a peer runs a handler.

@@ -125,4 +125,63 @@ enum Plot {
     static func short(_ microseconds: Double) -> String {
         microseconds < 10 ? String(format: "%.1f", microseconds) : String(format: "%.0f", microseconds)
     }
+
+    /// An SVG of the mtchurn scenario: aggregate pairs per second against threads, one line per
+    /// peer (the median of its runs, with a bar for their range).
+    static func scalingSVG(_ results: [Result]) -> String {
+        let runs = results.filter { $0.scenario == .mtchurn && $0.status == .ok }
+        var names: [String] = []
+        for result in runs where !names.contains(result.peer) { names.append(result.peer) }
+        let threadCounts = Array(Set(runs.compactMap { Int($0.parameter) })).sorted()
+        let width = 960.0, height = 560.0
+        let left = 80.0, right = 220.0, top = 70.0, bottom = 60.0
+        let plotWidth = width - left - right, plotHeight = height - top - bottom
+        let highest = runs.compactMap { $0.spread["pairs_per_s"]?.max ?? $0.number("pairs_per_s") }.max() ?? 1
+        let ceiling = max(1, (highest / 1e6).rounded(.up))
+        func x(_ threads: Int) -> Double {
+            guard threadCounts.count > 1, let first = threadCounts.first, let last = threadCounts.last else { return left + plotWidth / 2 }
+            return rounded(left + (log2(Double(threads)) - log2(Double(first))) / (log2(Double(last)) - log2(Double(first))) * plotWidth)
+        }
+        func y(_ pairs: Double) -> Double { rounded(top + plotHeight - pairs / 1e6 / ceiling * plotHeight) }
+
+        var svg = """
+            <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" viewBox="0 0 \(Int(width)) \(Int(height))" font-family="Helvetica, Arial, sans-serif" font-size="12">
+            <rect width="100%" height="100%" fill="white"/>
+            <text x="\(left)" y="28" font-size="16" font-weight="bold">Schedule + cancel from T threads on one shared clock (mtchurn scenario)</text>
+            <text x="\(left)" y="46" fill="#555">Aggregate million pairs per second against threads (log scale); median of the runs, bars: min–max.</text>
+
+            """
+        let step = ceiling <= 5 ? 0.5 : (ceiling <= 10 ? 1 : 2)
+        var tick = 0.0
+        while tick <= ceiling + 1e-9 {
+            svg += "<line x1=\"\(left)\" y1=\"\(y(tick * 1e6))\" x2=\"\(left + plotWidth)\" y2=\"\(y(tick * 1e6))\" stroke=\"#e5e5e5\"/>\n"
+            svg += "<text x=\"\(left - 8)\" y=\"\(y(tick * 1e6) + 4)\" text-anchor=\"end\">\(String(format: step < 1 ? "%.1f" : "%.0f", tick))</text>\n"
+            tick += step
+        }
+        for threads in threadCounts {
+            svg += "<line x1=\"\(x(threads))\" y1=\"\(top)\" x2=\"\(x(threads))\" y2=\"\(top + plotHeight)\" stroke=\"#e5e5e5\"/>\n"
+            svg += "<text x=\"\(x(threads))\" y=\"\(top + plotHeight + 18)\" text-anchor=\"middle\">\(threads)</text>\n"
+        }
+        svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(height - 16)\" text-anchor=\"middle\">threads</text>\n"
+        svg += "<text x=\"20\" y=\"\(top + plotHeight / 2)\" transform=\"rotate(-90 20 \(top + plotHeight / 2))\" text-anchor=\"middle\">M pairs/s</text>\n"
+        for (slot, name) in names.enumerated() {
+            let color = palette[slot % palette.count]
+            let points = runs.filter { $0.peer == name }.compactMap { result -> (Int, Double, (min: Double, max: Double)?)? in
+                guard let threads = Int(result.parameter), let pairs = result.number("pairs_per_s") else { return nil }
+                return (threads, pairs, result.spread["pairs_per_s"])
+            }.sorted { $0.0 < $1.0 }
+            let path = points.map { "\(x($0.0)),\(y($0.1))" }.joined(separator: " ")
+            svg += "<polyline points=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
+            for (threads, pairs, range) in points {
+                if let range {
+                    svg += "<line x1=\"\(x(threads))\" y1=\"\(y(range.min))\" x2=\"\(x(threads))\" y2=\"\(y(range.max))\" stroke=\"\(color)\" stroke-width=\"1\"/>\n"
+                }
+                svg += "<circle cx=\"\(x(threads))\" cy=\"\(y(pairs))\" r=\"3.5\" fill=\"\(color)\"/>\n"
+            }
+            let legendY = top + 10 + Double(slot) * 20
+            svg += "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
+            svg += "<text x=\"\(left + plotWidth + 50)\" y=\"\(legendY + 4)\">\(name)</text>\n"
+        }
+        return svg + "</svg>\n"
+    }
 }

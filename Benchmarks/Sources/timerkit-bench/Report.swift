@@ -119,6 +119,10 @@ enum Report {
             out += "\nJitter: |interval − 16 666 667 ns| between consecutive handler runs. timerkit is `FrameClock`; os-floor is a thread looping `clock_nanosleep` on absolute deadlines with 1 ns timer slack; the others run a repeating timer on the frame grid. Dropped: grid frames a tick stood for without one of its own; bursts: ticks less than half a frame after the previous one.\n"
         }
 
+        if scenarios.contains(.mtchurn) {
+            out += mtchurnSection(results, peers: peerNames, quick: quick)
+        }
+
         let notApplicable = Set(results.filter { $0.status == .notApplicable }.map(\.peer))
         let limitations = peers.filter { notApplicable.contains($0.name) }.map { $0.limitations }.filter { !$0.isEmpty }
         if !limitations.isEmpty {
@@ -170,5 +174,43 @@ enum Report {
         if value >= 1_000_000 { return "\(value / 1_000_000)M" }
         if value >= 1_000 { return "\(value / 1_000)k" }
         return "\(value)"
+    }
+
+    /// The median over runs of a per-run ratio `base ÷ result` (pairing run k of each: the runs
+    /// are interleaved), so a noisy spell that slowed run k of every peer cancels out.
+    static func perRunRatio(_ result: Result, over base: Result?, _ key: String) -> Double? {
+        guard result.status == .ok, let base, base.status == .ok else { return nil }
+        let ratios = zip(base.perRun, result.perRun).compactMap { pair -> Double? in
+            guard let reference = pair.0[key]?.number, let value = pair.1[key]?.number, value > 0 else { return nil }
+            return reference / value
+        }
+        return ratios.isEmpty ? nil : median(ratios)
+    }
+
+    static func mtchurnSection(_ results: [Result], peers: [String], quick: Bool) -> String {
+        let threadCounts = Scenario.mtchurn.parameters(quick: quick)
+        func lookup(_ peer: String, _ threads: String) -> Result? {
+            results.first { $0.scenario == .mtchurn && $0.peer == peer && $0.parameter == threads && $0.status != .notApplicable }
+        }
+        let seconds = Double(Scenario.mtchurnDuration(quick: quick)) / 1e9
+        var out = "\n## mtchurn — T threads schedule a one-shot 10 s ahead and cancel it on one shared clock, \(String(format: "%.0f", seconds)) s\n\n"
+        out += "| peer | T | M pairs/s (min–max) | tk ÷ peer, per run | CPU ns/pair (min–max) | slowest thread M pairs/s | ×T=1 |\n|---|--:|--:|--:|--:|--:|--:|\n"
+        for peer in peers {
+            for threads in threadCounts {
+                guard let result = lookup(peer, threads) else { continue }
+                guard result.status == .ok else { out += "| \(peer) | \(threads) | \(result.status.rawValue) | | | | |\n"; continue }
+                func millions(_ key: String) -> String {
+                    let median = format((result.number(key) ?? .nan) / 1e6, digits: 2)
+                    guard result.okRuns > 1, let range = result.spread[key] else { return median }
+                    return "\(median) (\(format(range.min / 1e6, digits: 2))–\(format(range.max / 1e6, digits: 2)))"
+                }
+                let ratio = perRunRatio(result, over: lookup("timerkit", threads), "pairs_per_s").map { String(format: "%.2f", $0) } ?? ""
+                let single = lookup(peer, "1").flatMap { one in one.number("pairs_per_s").flatMap { base in result.number("pairs_per_s").map { $0 / base } } }
+                out += "| \(peer) | \(threads) | \(millions("pairs_per_s")) | \(ratio) | \(cellWithSpread(result, "cpu_ns_per_pair")) | "
+                    + format((result.number("slowest_thread_pairs_per_s") ?? .nan) / 1e6, digits: 2) + " | " + (single.map { String(format: "%.2f", $0) } ?? "") + " |\n"
+            }
+        }
+        out += "\nAll threads start and stop together; pairs/s is the aggregate. tk ÷ peer: TimerKit's pairs/s over the peer's, computed for each run (run k of every peer ran close in time) and the median given; above 1, TimerKit did more. CPU: the whole process's user+system time per pair. ×T=1: the aggregate over the same peer's with one thread. NIO is driven from off its event loop.\n"
+        return out
     }
 }

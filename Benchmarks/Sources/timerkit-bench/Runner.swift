@@ -20,6 +20,9 @@ struct Result: Sendable {
     var timeouts = 0
     /// The smallest and largest value of each numeric figure over the successful runs.
     var spread: [String: (min: Double, max: Double)] = [:]
+    /// Each successful run's figures, in run order: run k of every peer ran close in time (the runs
+    /// are interleaved), so per-run ratios pair them.
+    var perRun: [Figures] = []
     /// Every run's lateness samples (precision only), pooled.
     var samples: [Double] = []
     var note = ""
@@ -113,6 +116,7 @@ struct Runner {
             return result
         }
         result.figures = medians(collected)
+        result.perRun = collected
         for (key, _) in result.figures {
             let values = collected.compactMap { $0[key]?.number }.filter { !$0.isNaN }
             if let low = values.min(), let high = values.max() { result.spread[key] = (low, high) }

@@ -8,6 +8,7 @@ enum Scenario: String, CaseIterable, Sendable {
     case wakeups
     case reset
     case frames
+    case mtchurn
 
     /// The scenarios a `--scenario` name selects (`busy` selects both variants).
     static func matching(_ name: String) -> [Scenario] {
@@ -24,6 +25,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .wakeups: ["0", "0.1"]
         case .reset: ["100000"]
         case .frames: [""]
+        case .mtchurn: quick ? ["1", "2", "4"] : ["1", "2", "4", "8", "16"]
         }
     }
 
@@ -33,6 +35,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .precision, .busyOther, .frames: [.repeating]
         case .busySame: [.repeating, .blockable]
         case .churn, .scale, .reset: [.oneShot]
+        case .mtchurn: [.oneShot, .anyThread]
         case .wakeups: parameter == "0" ? [.manyRepeating] : [.manyRepeating, .tolerance]
         }
     }
@@ -40,7 +43,7 @@ enum Scenario: String, CaseIterable, Sendable {
     /// How many times each (peer, parameter) runs; the report gives the median.
     func runs(quick: Bool) -> Int {
         switch self {
-        case .precision, .reset, .frames: quick ? 1 : 5
+        case .precision, .reset, .frames, .mtchurn: quick ? 1 : 5
         default: quick ? 1 : 3
         }
     }
@@ -55,6 +58,7 @@ enum Scenario: String, CaseIterable, Sendable {
         case .wakeups: Double(Self.wakeupWindow(quick: quick)) / 1e9 + 15
         case .reset: quick ? 20 : 40
         case .frames: Double(Self.frameDuration(quick: quick)) / 1e9 + 15
+        case .mtchurn: Double(Self.mtchurnDuration(quick: quick)) / 1e9 + 20
         }
     }
 
@@ -64,6 +68,7 @@ enum Scenario: String, CaseIterable, Sendable {
     static func wakeupWindow(quick: Bool) -> Int64 { quick ? NS.second : 4 * NS.second }
     static func resetCount(quick: Bool) -> Int { quick ? 200_000 : 1_000_000 }
     static func frameDuration(quick: Bool) -> Int64 { quick ? 3 * NS.second : 10 * NS.second }
+    static func mtchurnDuration(quick: Bool) -> Int64 { quick ? NS.second : 2 * NS.second }
 
     /// Runs the scenario in this (child) process.
     func run<P: Peer>(_ type: P.Type, parameter: String, quick: Bool) throws -> Figures {
@@ -87,6 +92,8 @@ enum Scenario: String, CaseIterable, Sendable {
                 timeLimit: (quick ? 3 : 6) * NS.second)
         case .frames:
             return try Frames.run(peer, duration: Self.frameDuration(quick: quick))
+        case .mtchurn:
+            return try MTChurn.run(peer, threads: Int(parameter) ?? 1, duration: Self.mtchurnDuration(quick: quick))
         }
     }
 }

@@ -76,9 +76,18 @@ struct TimerKitBench: ParsableCommand {
             print(Report.markdown(results, scenarios: selectedScenarios, peers: selectedPeers, quick: quick, wall: wall, load: load))
         }
         if let plot {
-            let svg = Plot.precisionSVG(results)
-            try svg.write(toFile: plot, atomically: true, encoding: .utf8)
-            FileHandle.standardError.write(Data("wrote \(plot)\n".utf8))
+            // The precision plot at the path given; the scaling plot beside it, "-scaling" added.
+            var written: [String] = []
+            if results.contains(where: { $0.scenario == .precision && $0.status == .ok }) {
+                try Plot.precisionSVG(results).write(toFile: plot, atomically: true, encoding: .utf8)
+                written.append(plot)
+            }
+            if results.contains(where: { $0.scenario == .mtchurn && $0.status == .ok }) {
+                let path = plot.hasSuffix(".svg") ? String(plot.dropLast(4)) + "-scaling.svg" : plot + "-scaling.svg"
+                try Plot.scalingSVG(results).write(toFile: path, atomically: true, encoding: .utf8)
+                written.append(path)
+            }
+            for path in written { FileHandle.standardError.write(Data("wrote \(path)\n".utf8)) }
         }
         FileHandle.standardError.write(Data(String(format: "total wall time %.1f s\n", wall).utf8))
     }

@@ -74,14 +74,14 @@ private final class SourceBox: @unchecked Sendable {
 /// Dispatch timers delivered on one serial queue.
 final class DispatchSerialPeer: DispatchTimerPeer, Peer, @unchecked Sendable {
     static let name = "dispatch-serial"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .tolerance, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
     required init() { super.init(queue: DispatchQueue(label: "bench.dispatch.serial")) }
 }
 
 /// Dispatch timers delivered on the default global (concurrent) queue.
 final class DispatchGlobalPeer: DispatchTimerPeer, Peer, @unchecked Sendable {
     static let name = "dispatch-global"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .tolerance, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .manyRepeating]
     static let limitations = "dispatch-global: busy-same n/a (a concurrent queue cannot be the blocked serial context)"
     required init() { super.init(queue: DispatchQueue.global()) }
 }

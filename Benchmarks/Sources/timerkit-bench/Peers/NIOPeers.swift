@@ -41,7 +41,7 @@ final class NIOScheduleTaskPeer: NIOPeerBase, Peer, @unchecked Sendable {
     typealias OneShot = Scheduled<Void>
 
     static let name = "nio-scheduletask"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .blockable, .manyRepeating]
     static let limitations = "nio-*: the 10 % wake-up variant n/a (NIO has no tolerance)"
 
     required override init() { super.init() }
@@ -74,7 +74,7 @@ final class NIOScheduleCallbackPeer: NIOPeerBase, Peer, @unchecked Sendable {
     typealias OneShot = NIOScheduledCallback
 
     static let name = "nio-schedulecallback"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .blockable, .manyRepeating]
 
     required override init() { super.init() }
 

@@ -5,7 +5,7 @@ final class TaskSleepPeer: Peer {
     typealias OneShot = Task<Void, Never>
 
     static let name = "task-sleep"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .tolerance, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
 
     let clock = ContinuousClock()
     let origin = ContinuousClock.now

@@ -8,7 +8,7 @@ final class TaskSleepTimerKitPeer: Peer {
     typealias OneShot = Task<Void, Never>
 
     static let name = "task-sleep-timerkit"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .tolerance, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .manyRepeating]
     static let limitations = "task-sleep-timerkit: busy-same n/a (its blockable context would be task-sleep's actor)"
 
     let clock = TimerClock.dedicated(.continuous)

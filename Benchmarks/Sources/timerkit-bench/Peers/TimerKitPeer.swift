@@ -8,7 +8,7 @@ final class TimerKitPeer: Peer {
     typealias OneShot = ScheduledCallback
 
     static let name = "timerkit"
-    static let capabilities: Capabilities = [.oneShot, .repeating, .tolerance, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
 
     let clock = TimerClock.dedicated(.continuous)
     let blockedQueue = DispatchQueue(label: "bench.timerkit.blocked")
@@ -70,7 +70,7 @@ final class TimerKitHeapPeer: Peer {
     typealias OneShot = ScheduledCallback
 
     static let name = "timerkit-heap"
-    static let capabilities: Capabilities = [.oneShot]
+    static let capabilities: Capabilities = [.oneShot, .anyThread]
     static let isVariant = true
     static let limitations = "timerkit-heap, timerkit-timer: churn and scale only (variants of TimerKit's one-shots; its repeating timers are the timerkit rows)"
 
@@ -95,7 +95,7 @@ final class TimerKitTimerPeer: Peer {
     typealias OneShot = ScheduledTimer
 
     static let name = "timerkit-timer"
-    static let capabilities: Capabilities = [.oneShot]
+    static let capabilities: Capabilities = [.oneShot, .anyThread]
     static let isVariant = true
 
     let clock = TimerClock.dedicated(.continuous)
@@ -127,7 +127,7 @@ final class TimerKitRegistryPeer: Peer {
     typealias OneShot = Int
 
     static let name = "timerkit-registry"
-    static let capabilities: Capabilities = [.oneShot]
+    static let capabilities: Capabilities = [.oneShot, .anyThread]
     static let isVariant = true
     static let limitations = "timerkit-registry: one-shots by key only (churn, scale, reset)"
 
