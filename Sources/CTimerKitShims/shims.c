@@ -12,6 +12,18 @@
 #include <sys/timerfd.h>
 #endif
 
+static uint32_t ctk_next_thread_slot = 0;
+static _Thread_local uint32_t ctk_thread_slot_plus_one = 0;
+
+uint32_t ctk_thread_slot(void) {
+    uint32_t slot = ctk_thread_slot_plus_one;
+    if (slot == 0) {
+        slot = __atomic_fetch_add(&ctk_next_thread_slot, 1, __ATOMIC_RELAXED) + 1;
+        ctk_thread_slot_plus_one = slot;
+    }
+    return slot - 1;
+}
+
 uint64_t ctk_current_thread_id(void) {
 #if defined(__APPLE__)
     uint64_t id = 0;

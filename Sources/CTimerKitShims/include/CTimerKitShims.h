@@ -11,6 +11,10 @@ int64_t ctk_clock_now(int kind);
 /// Linux, `pthread_threadid_np` on Apple platforms).
 uint64_t ctk_current_thread_id(void);
 
+/// A small number of the calling thread's own, given on its first call from a process-wide
+/// counter (0, 1, 2, …) and the same ever after: which shard of an engine the thread uses.
+uint32_t ctk_thread_slot(void);
+
 /// Names the calling thread as the system's tools show it (at most 15 bytes are kept on Linux).
 /// Set from inside the thread itself: a new Linux thread otherwise keeps the name of the thread that
 /// created it.

@@ -17,8 +17,6 @@ import Synchronization
 final class TimerEngine: @unchecked Sendable {
     struct State {
         var store: TimerStore
-        /// The deadline the driver is armed for; `Int64.max` when disarmed.
-        var armedDeadline = Int64.max
         var nextTimerID: UInt64 = 0
         var isShutDown = false
         var wakeUps = 0
@@ -62,6 +60,22 @@ final class TimerEngine: @unchecked Sendable {
     private var dueBuffer: [TimerStore.DueWork] = []
     private var finishedBuffer: [Int32] = []
     let state: Locked<State>
+    /// The callbacks of a system clock, one shard per core (empty for a virtual clock, whose
+    /// callbacks share the engine's store so that they fire in exact creation order).
+    let shards: [CallbackShard]
+    /// The shards' locked states, unretained, for the hot paths (no reference counting on a shared
+    /// object, whose count would bounce between cores); `shards` keeps them alive.
+    private let shardStates: UnsafeMutablePointer<Unmanaged<Locked<CallbackShard.State>>>
+    /// The number of shards less one (a power of two less one); -1 without shards.
+    private let shardMask: Int
+    /// The deadline the driver is armed for; `Int64.max` when disarmed. Lowered by compare-exchange
+    /// from any thread that stores an earlier key (under whichever lock guards that store); reset
+    /// by the driver's thread when it wakes. ``armDriver()`` arms the driver for its current value.
+    let armed = Atomic<Int64>(.max)
+    /// Serializes the calls into the driver, so that the last one arms for the current minimum.
+    private let armLock = Locked(())
+    /// `state.wakeUpLatency`, readable without the engine's lock (a shard's insert).
+    private let wakeUpLatencyMirror = Atomic<Int64>(100_000)
     /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
     let hasShutDown = Atomic<Bool>(false)
     /// Where the tasks TimerKit starts for this clock run: a virtual clock's executor, so that its
@@ -99,10 +113,22 @@ final class TimerEngine: @unchecked Sendable {
         self.isShared = isShared
         self.driver = driver
         self.isVirtual = driver == nil
-        var initial = State(layout: layout, now: driver == nil ? virtualStart : SystemClock.now(kind))
+        let start = driver == nil ? virtualStart : SystemClock.now(kind)
+        // One shard per core, at least two, rounded up to a power of two (at most 16).
+        let cores = min(max(ProcessInfo.processInfo.activeProcessorCount, 2), 16)
+        let shardCount = driver == nil ? 0 : 1 << (Int.bitWidth - (cores - 1).leadingZeroBitCount)
+        shards = (0..<shardCount).map { _ in CallbackShard(layout: layout, now: start) }
+        shardStates = .allocate(capacity: max(shardCount, 1))
+        for (number, shard) in shards.enumerated() { (shardStates + number).initialize(to: .passUnretained(shard.state)) }
+        shardMask = shardCount - 1
+        var initial = State(layout: layout, now: start)
         initial.virtualNow = virtualStart
         self.state = Locked(initial)
         driver?.start(serving: self)
+    }
+
+    deinit {
+        shardStates.deallocate()
     }
 
     /// Whether this is a virtual clock's engine (it has no driver). Stored: asking an optional
@@ -128,7 +154,9 @@ final class TimerEngine: @unchecked Sendable {
         isVirtual ? state.virtualNow : SystemClock.now(kind)
     }
 
-    var pendingCount: Int { state.withLock { $0.store.count } }
+    var pendingCount: Int {
+        state.withLock { $0.store.count } + shards.reduce(0) { count, shard in count + shard.state.withLock { $0.store.count } }
+    }
 
     var wakeUpCount: Int { state.withLock { $0.wakeUps } }
 
@@ -141,7 +169,7 @@ final class TimerEngine: @unchecked Sendable {
             .timer(timer), deadline: timer.machine.nextDeadline, slack: aimedSlack(timer.toleranceNanoseconds, state),
             sequence: UInt32(truncatingIfNeeded: timer.id))
         timer.storeSlot = index
-        armIfEarlier(state.store.key(at: index), &state)
+        armIfEarlier(state.store.key(at: index))
     }
 
     /// How far into a tolerance window the engine aims (C3): the window less what it keeps back for
@@ -151,29 +179,55 @@ final class TimerEngine: @unchecked Sendable {
     /// deadline has come at a wake-up.
     @inline(__always)
     private func aimedSlack(_ tolerance: Int64, _ state: State) -> Int64 {
+        aimedSlack(tolerance, latency: state.wakeUpLatency)
+    }
+
+    @inline(__always)
+    private func aimedSlack(_ tolerance: Int64, latency: Int64) -> Int64 {
         guard tolerance > 0, !isVirtual else { return 0 }
-        return max(0, tolerance - (2 * state.wakeUpLatency + 50_000))
+        return max(0, tolerance - (2 * latency + 50_000))
     }
 
     /// Learns how late the driver woke after the instant it was armed for (C3).
     @inline(__always)
-    private func recordWakeUp(now: Int64, _ state: inout State) {
-        let armed = state.armedDeadline
+    private func recordWakeUp(now: Int64, armedFor armed: Int64, _ state: inout State) {
         // An engine armed for 1 was asked to wake at once (a yield, a shutdown), not for a deadline.
         guard armed > 1, armed != .max, now >= armed else { return }
         // Capped, so that waking from a machine's sleep does not make the engine distrust its
         // windows for long; the estimate decays by 1/16 per wake-up.
         let sample = min(now - armed, 50_000_000)
         state.wakeUpLatency = max(sample, state.wakeUpLatency - state.wakeUpLatency >> 4)
+        wakeUpLatencyMirror.store(state.wakeUpLatency, ordering: .relaxed)
     }
 
-    /// Arms the driver for `key` if it comes before the instant it is armed for.
+    /// Arms the driver for `key` if it comes before the instant it is armed for. Safe from any
+    /// thread; the caller has stored the entry first, so a wake-up that reset ``armed`` meanwhile
+    /// either sees the entry or is followed by this arming.
     @inline(__always)
-    private func armIfEarlier(_ key: Int64, _ state: inout State) {
-        if key < state.armedDeadline, let driver {
-            state.armedDeadline = key
-            driver.arm(at: key)
+    private func armIfEarlier(_ key: Int64) {
+        guard !isVirtual else { return }  // not `driver != nil`: that copies the existential, a retain and a release
+        var current = armed.load(ordering: .acquiring)
+        while key < current {
+            let (exchanged, original) = armed.compareExchange(expected: current, desired: key, ordering: .acquiringAndReleasing)
+            if exchanged { return armDriver() }
+            current = original
         }
+    }
+
+    /// Arms the driver for the current value of ``armed``: the last of concurrent callers arms for
+    /// the lowest value any of them stored.
+    private func armDriver() {
+        guard let driver else { return }
+        armLock.withLock { _ in
+            let deadline = armed.load(ordering: .acquiring)
+            if deadline != .max { driver.arm(at: deadline) }
+        }
+    }
+
+    /// Wakes the driver at once (a yield, a shutdown).
+    private func armNow() {
+        armed.store(1, ordering: .releasing)
+        armDriver()
     }
 
     /// Puts a timer at its (new) next deadline: moves its entry in place if it has one, else
@@ -181,7 +235,7 @@ final class TimerEngine: @unchecked Sendable {
     func place(_ timer: ScheduledTimer, _ state: inout State) {
         guard timer.storeSlot >= 0 else { return insert(timer, &state) }
         state.store.move(timer.storeSlot, deadline: timer.machine.nextDeadline, slack: aimedSlack(timer.toleranceNanoseconds, state))
-        armIfEarlier(state.store.key(at: timer.storeSlot), &state)
+        armIfEarlier(state.store.key(at: timer.storeSlot))
     }
 
     /// Takes a timer out of the store if it is there. Called under the lock. The driver stays armed:
@@ -197,36 +251,78 @@ final class TimerEngine: @unchecked Sendable {
     /// Schedules a callback (``ScheduledCallback``): one entry in the store and nothing else.
     func schedule(_ work: consuming TimerWork, deadline: Int64, slack: Int64) throws(TimerError) -> (index: Int32, sequence: UInt32) {
         var pending = Optional(work)  // moved into the store below, without a retain
-        return try state.withLock { (state) throws(TimerError) in
-            guard !state.isShutDown else { throw .clockShutDown }
-            let sequence = UInt32(truncatingIfNeeded: state.nextTimerID)
-            state.nextTimerID &+= 1
-            let index = state.store.insert(pending.take()!, deadline: deadline, slack: aimedSlack(slack, state), sequence: sequence)
-            armIfEarlier(state.store.key(at: index), &state)
-            return (index, sequence)
+        guard !shards.isEmpty else {
+            return try state.withLock { (state) throws(TimerError) in
+                guard !state.isShutDown else { throw .clockShutDown }
+                let sequence = UInt32(truncatingIfNeeded: state.nextTimerID)
+                state.nextTimerID &+= 1
+                let index = state.store.insert(pending.take()!, deadline: deadline, slack: aimedSlack(slack, state), sequence: sequence)
+                armIfEarlier(state.store.key(at: index))
+                return (index, sequence)
+            }
         }
+        let number = Int(ctk_thread_slot()) & shardMask
+        let aimed = aimedSlack(slack, latency: wakeUpLatencyMirror.load(ordering: .relaxed))
+        let stored = shardStates[number]._withUnsafeGuaranteedRef { shardState in
+            shardState.withLock { shard -> (raw: Int32, sequence: UInt32, key: Int64)? in
+                guard !shard.isShutDown else { return nil }
+                let sequence = shard.nextSequence
+                shard.nextSequence &+= 1
+                let raw = shard.store.insert(pending.take()!, deadline: deadline, slack: aimed, sequence: sequence)
+                return (raw, sequence, shard.store.key(at: raw))
+            }
+        }
+        guard let (raw, sequence, key) = stored else { throw .clockShutDown }
+        armIfEarlier(key)
+        return (CallbackShard.encode(raw, shard: number + 1), sequence)
+    }
+
+    /// The shard that holds a callback's index, and its index there; `nil` for the engine's store.
+    @inline(__always)
+    private func shard(of index: Int32) -> (shard: Unmanaged<Locked<CallbackShard.State>>, raw: Int32)? {
+        guard shardMask >= 0, index >= 0 else { return nil }
+        let (number, raw) = CallbackShard.decode(index)
+        guard number > 0, number <= shardMask + 1 else { return nil }
+        return (shardStates[number - 1], raw)
     }
 
     /// Cancels a callback whose run has not begun — waiting for its deadline, or due and on its way
     /// to its target (C8); `false` if its run has begun, it was cancelled, or its clock shut down.
     /// Its closure is released before this returns, outside the lock.
     func cancel(_ index: Int32, sequence: UInt32) -> Bool {
-        let work = state.withLock { $0.store.cancelCallback(index, sequence: sequence) }
+        let work: TimerWork?
+        if let (shard, raw) = shard(of: index) {
+            work = shard._withUnsafeGuaranteedRef { $0.withLock { $0.store.cancelCallback(raw, sequence: sequence) } }
+        } else {
+            work = state.withLock { $0.store.cancelCallback(index, sequence: sequence) }
+        }
         return work != nil
     }
 
     /// Whether a callback's run has not begun and still can.
     func isPending(_ index: Int32, sequence: UInt32) -> Bool {
-        state.withLock { $0.store.callbackState(index, sequence: sequence) == .pending }
+        if let (shard, raw) = shard(of: index) {
+            return shard._withUnsafeGuaranteedRef { $0.withLock { $0.store.callbackState(raw, sequence: sequence) == .pending } }
+        }
+        return state.withLock { $0.store.callbackState(index, sequence: sequence) == .pending }
     }
 
     /// Returns once the callback's run, if one is under way, has returned.
     func waitForRun(ofCallback index: Int32, sequence: UInt32) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waits = state.withLock { state -> Bool in
-                guard state.store.callbackState(index, sequence: sequence) == .running else { return false }
-                state.callbackWaiters[index, default: []].append(continuation)
-                return true
+            let waits: Bool
+            if let (shard, raw) = shard(of: index) {
+                waits = shard.takeUnretainedValue().withLock { shard -> Bool in
+                    guard shard.store.callbackState(raw, sequence: sequence) == .running else { return false }
+                    shard.callbackWaiters[raw, default: []].append(continuation)
+                    return true
+                }
+            } else {
+                waits = state.withLock { state -> Bool in
+                    guard state.store.callbackState(index, sequence: sequence) == .running else { return false }
+                    state.callbackWaiters[index, default: []].append(continuation)
+                    return true
+                }
             }
             if !waits { continuation.resume() }
         }
@@ -234,9 +330,19 @@ final class TimerEngine: @unchecked Sendable {
 
     /// Frees the entry of a callback whose delivery is over, and resumes whoever waits for it.
     private func release(_ index: Int32) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>]? in
-            state.store.releaseDelivered(index)
-            return state.callbackWaiters.isEmpty ? nil : state.callbackWaiters.removeValue(forKey: index)
+        let waiters: [CheckedContinuation<Void, Never>]?
+        if let (shard, raw) = shard(of: index) {
+            waiters = shard._withUnsafeGuaranteedRef {
+                $0.withLock { shard in
+                    shard.store.releaseDelivered(raw)
+                    return shard.callbackWaiters.isEmpty ? nil : shard.callbackWaiters.removeValue(forKey: raw)
+                }
+            }
+        } else {
+            waiters = state.withLock { state in
+                state.store.releaseDelivered(index)
+                return state.callbackWaiters.isEmpty ? nil : state.callbackWaiters.removeValue(forKey: index)
+            }
         }
         for waiter in waiters ?? [] { waiter.resume() }
     }
@@ -244,12 +350,29 @@ final class TimerEngine: @unchecked Sendable {
     /// Frees the entries of callbacks whose delivery is over, and resumes whoever waits for them.
     private func release(_ indices: [Int32]) {
         guard !indices.isEmpty else { return }
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            for index in indices { state.store.releaseDelivered(index) }
-            guard !state.callbackWaiters.isEmpty else { return [] }
-            return indices.flatMap { state.callbackWaiters.removeValue(forKey: $0) ?? [] }
+        guard !shards.isEmpty else {
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                for index in indices { state.store.releaseDelivered(index) }
+                guard !state.callbackWaiters.isEmpty else { return [] }
+                return indices.flatMap { state.callbackWaiters.removeValue(forKey: $0) ?? [] }
+            }
+            for waiter in waiters { waiter.resume() }
+            return
         }
-        for waiter in waiters { waiter.resume() }
+        // One lock per shard that holds any of them.
+        for (number, shard) in shards.enumerated() {
+            let raws = indices.compactMap { index -> Int32? in
+                let (owner, raw) = CallbackShard.decode(index)
+                return owner == number + 1 ? raw : nil
+            }
+            guard !raws.isEmpty else { continue }
+            let waiters = shard.state.withLock { shard -> [CheckedContinuation<Void, Never>] in
+                for raw in raws { shard.store.releaseDelivered(raw) }
+                guard !shard.callbackWaiters.isEmpty else { return [] }
+                return raws.flatMap { shard.callbackWaiters.removeValue(forKey: $0) ?? [] }
+            }
+            for waiter in waiters { waiter.resume() }
+        }
     }
 
     /// Runs a due callback if it can still be claimed, then frees its entry. Returns the number of
@@ -311,34 +434,110 @@ final class TimerEngine: @unchecked Sendable {
         // still gets its turn.
         for pass in 0..<Self.passesPerWakeUp {
             let now = SystemClock.now(kind)
-            let (keepRunning, again) = state.withLock { state -> (Bool, Bool) in
-                guard !state.isShutDown else { return (false, false) }
+            // From here on, a thread that stores an earlier key arms the driver itself; what is
+            // stored before a store is looked at below is seen there.
+            let armedFor = armed.exchange(.max, ordering: .acquiringAndReleasing)
+            let (keepRunning, mainNext) = state.withLock { state -> (Bool, Int64) in
+                guard !state.isShutDown else { return (false, .max) }
                 if pass == 0 {
                     state.wakeUps += 1
-                    recordWakeUp(now: now, &state)
+                    recordWakeUp(now: now, armedFor: armedFor, &state)
                 }
-                for timer in state.ready { due.append(.timer(timer)) }
+                for timer in state.ready {
+                    due.append(.timer(timer))
+                    if !shards.isEmpty { dueDeadlines.append(.min) }  // their turn has come: first
+                }
                 state.ready.removeAll(keepingCapacity: true)
-                while let (work, _) = state.store.takeFirst(dueBy: now) {
+                while let (work, deadline) = state.store.takeFirst(dueBy: now) {
                     if case .timer(let timer) = work {
                         timer.storeSlot = -1
                         timer.machine.isRunning = true
                     }
                     due.append(work)
+                    if !shards.isEmpty { dueDeadlines.append(deadline) }
                 }
-                state.armedDeadline = state.store.wakeUpTime(now: now) ?? .max
-                if !due.isEmpty && pass + 1 < Self.passesPerWakeUp && state.armedDeadline <= SystemClock.now(kind) {
-                    // Due already: the next pass serves it. An insert meanwhile arms the driver as usual.
-                    return (true, true)
-                }
-                if state.armedDeadline != .max { driver?.arm(at: state.armedDeadline) }
-                return (true, false)
+                return (true, state.store.wakeUpTime(now: now) ?? .max)
             }
+            guard keepRunning else { return false }
+            var next = mainNext
+            if !shards.isEmpty { next = min(next, takeDueCallbacks(by: now, into: &due)) }
+            let again = !due.isEmpty && pass + 1 < Self.passesPerWakeUp && next <= SystemClock.now(kind)
+            // Due already: the next pass serves it. Otherwise arm for the earliest key, unless a
+            // thread that stored an earlier one meanwhile has armed for that.
+            if !again { armIfEarlier(next) }
             deliver(due)
             due.removeAll(keepingCapacity: true)
-            if !keepRunning || !again { return keepRunning }
+            dueDeadlines.removeAll(keepingCapacity: true)
+            if !again { return true }
         }
         return true
+    }
+
+    /// Deadlines of `dueBuffer`'s entries, for merging the shards' due callbacks in deadline order.
+    private var dueDeadlines: [Int64] = []
+    private var shardDue: [(work: TimerStore.DueWork, deadline: Int64)] = []
+
+    /// Takes every callback due by `now` out of the shards into `due`, merged with what is there in
+    /// deadline order (each store's own order kept); returns the earliest wake-up the shards need.
+    private func takeDueCallbacks(by now: Int64, into due: inout [TimerStore.DueWork]) -> Int64 {
+        var next = Int64.max
+        var sources: [Range<Int>] = []
+        var collected = shardDue
+        shardDue = []
+        for (number, shard) in shards.enumerated() {
+            let start = collected.count
+            let shardNext = shard.state.withLock { shard -> Int64 in
+                guard !shard.isShutDown else { return .max }
+                while let (work, deadline) = shard.store.takeFirst(dueBy: now) {
+                    guard case .callback(let ticket) = work else { preconditionFailure("TimerEngine: a timer in a callback shard") }
+                    let encoded = CallbackTicket(index: CallbackShard.encode(ticket.index, shard: number + 1), entry: ticket.entry, queue: ticket.queue)
+                    collected.append((.callback(encoded), deadline))
+                }
+                return shard.store.wakeUpTime(now: now) ?? .max
+            }
+            next = min(next, shardNext)
+            if collected.count > start { sources.append(start..<collected.count) }
+        }
+        defer {
+            collected.removeAll(keepingCapacity: true)
+            shardDue = collected
+        }
+        guard !sources.isEmpty else { return next }
+        if due.isEmpty && sources.count == 1 {
+            for item in collected { due.append(item.work) }
+            return next
+        }
+        // A k-way merge of the engine's due work and each shard's, by deadline.
+        var merged: [TimerStore.DueWork] = []
+        merged.reserveCapacity(due.count + collected.count)
+        var heads = sources.map(\.lowerBound)
+        var mainHead = 0
+        let mainCount = due.count
+        while true {
+            var best = -1
+            var bestDeadline = Int64.max
+            if mainHead < mainCount {
+                best = sources.count
+                bestDeadline = dueDeadlines[mainHead]
+            }
+            for (source, range) in sources.enumerated() where heads[source] < range.upperBound {
+                let deadline = collected[heads[source]].deadline
+                if best < 0 || deadline < bestDeadline {
+                    best = source
+                    bestDeadline = deadline
+                }
+            }
+            if best < 0 { break }
+            if best == sources.count {
+                merged.append(due[mainHead])
+                mainHead += 1
+            } else {
+                merged.append(collected[heads[best]].work)
+                heads[best] += 1
+            }
+        }
+        due = merged
+        return next
     }
 
     /// How many passes over the store one wake-up may make (see ``serviceDueTimers()``).
@@ -496,8 +695,7 @@ final class TimerEngine: @unchecked Sendable {
     private func yieldTurn(_ timer: ScheduledTimer, _ state: inout State) -> ScheduledTimer.Step {
         if case .engineThread = timer.delivery.target {
             state.ready.append(timer)
-            state.armedDeadline = 1
-            driver?.arm(at: 1)
+            armNow()
         }
         return .yield
     }
@@ -558,8 +756,7 @@ final class TimerEngine: @unchecked Sendable {
             state.isShutDown = true
             hasShutDown.store(true, ordering: .releasing)
             // Wake the driver at once so that it sees the shutdown and ends.
-            state.armedDeadline = 1
-            driver?.arm(at: 1)
+            armNow()
             let works = state.store.removeAll()
             var timers: [ScheduledTimer] = []
             for case .timer(let timer) in works {
@@ -570,8 +767,16 @@ final class TimerEngine: @unchecked Sendable {
             state.watched = [:]
             return (timers.map { $0.invalidateLocked() }, works)
         }
-        // Handlers and callbacks are released, and hooks called, outside the lock.
+        // The shards' callbacks: none can be stored once their shard is shut down.
+        let shardWorks = shards.map { shard in
+            shard.state.withLock { shard -> [TimerWork] in
+                shard.isShutDown = true
+                return shard.store.removeAll()
+            }
+        }
+        // Handlers and callbacks are released, and hooks called, outside the locks.
         _ = released
+        _ = shardWorks
         for (_, onInvalidate) in leftovers { onInvalidate?() }
     }
 }

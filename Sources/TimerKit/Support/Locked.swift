@@ -17,8 +17,19 @@ final class Locked<State>: @unchecked Sendable {
     /// stored property would add the runtime's dynamic exclusivity check to every `withLock`.
     private let state: UnsafeMutablePointer<State>
 
-    init(_ state: State) {
-        mutex = .allocate(capacity: 1)
+    /// - Parameter padded: Give the mutex and the state cache lines of their own (128 bytes each at
+    ///   least), so that locks taken on different cores at once never share a line — the engine's
+    ///   shards.
+    init(_ state: State, padded: Bool = false) {
+        if padded {
+            mutex = UnsafeMutableRawPointer.allocate(byteCount: max(128, MemoryLayout<pthread_mutex_t>.size), alignment: 128)
+                .bindMemory(to: pthread_mutex_t.self, capacity: 1)
+            self.state = UnsafeMutableRawPointer.allocate(byteCount: max(128, (MemoryLayout<State>.stride + 127) & ~127), alignment: 128)
+                .bindMemory(to: State.self, capacity: 1)
+        } else {
+            mutex = .allocate(capacity: 1)
+            self.state = .allocate(capacity: 1)
+        }
         mutex.initialize(to: pthread_mutex_t())
         var attributes = pthread_mutexattr_t()
         pthread_mutexattr_init(&attributes)
@@ -30,7 +41,6 @@ final class Locked<State>: @unchecked Sendable {
         #endif
         let status = pthread_mutex_init(mutex, &attributes)
         precondition(status == 0, "Locked: pthread_mutex_init failed (\(status))")
-        self.state = .allocate(capacity: 1)
         self.state.initialize(to: state)
     }
 

@@ -29,12 +29,23 @@
 ///
 /// When its clock is shut down, a pending callback is released without running.
 public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
-    let engine: TimerEngine
+    /// The engine, unretained: a shared clock's engine lives as long as the process, and a
+    /// dedicated one is kept alive by `retainedEngine`. A handle of the shared clocks so costs no
+    /// reference counting on the engine, whose count would otherwise bounce between the cores of
+    /// every thread that schedules (issue 11).
+    private let unretainedEngine: Unmanaged<TimerEngine>
+    /// The engine of a dedicated or virtual clock, retained; `nil` for a shared clock's.
+    private let retainedEngine: TimerEngine?
     let index: Int32
     let sequence: UInt32
 
-    init(engine: TimerEngine, index: Int32, sequence: UInt32) {
-        self.engine = engine
+    /// The engine (retained by the caller for as long as it uses it).
+    var engine: TimerEngine { unretainedEngine.takeUnretainedValue() }
+
+    /// `engine` is borrowed: a shared clock's handle is made without touching its reference count.
+    init(engine: borrowing TimerEngine, index: Int32, sequence: UInt32) {
+        unretainedEngine = .passUnretained(copy engine)
+        retainedEngine = engine.isShared ? nil : copy engine
         self.index = index
         self.sequence = sequence
     }
@@ -45,7 +56,7 @@ public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
     /// Whether the callback's run has not begun and still can: `true` while it waits for its
     /// deadline and while it is due and on its way to its delivery target; `false` once its run has
     /// begun (also inside the closure), once it was cancelled, and once its clock was shut down.
-    public var isPending: Bool { engine.isPending(index, sequence: sequence) }
+    public var isPending: Bool { unretainedEngine._withUnsafeGuaranteedRef { $0.isPending(index, sequence: sequence) } }
 
     /// Cancels the callback if its run has not begun (C8).
     ///
@@ -59,7 +70,7 @@ public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
     ///
     /// - Returns: `true` if this call cancelled the callback.
     @discardableResult
-    public func cancel() -> Bool { engine.cancel(index, sequence: sequence) }
+    public func cancel() -> Bool { unretainedEngine._withUnsafeGuaranteedRef { $0.cancel(index, sequence: sequence) } }
 
     /// Cancels the callback if its run has not begun (``cancel()``); otherwise waits until a run
     /// under way has returned (C8). When this returns, the closure is not running and never will.

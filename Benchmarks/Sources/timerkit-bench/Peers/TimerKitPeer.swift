@@ -1,16 +1,18 @@
 import Dispatch
 @_spi(Benchmarks) import TimerKit
 
-/// TimerKit on a dedicated continuous clock (CLOCK_BOOTTIME on Linux), delivering on the engine
-/// thread: the lowest-latency delivery. One-shots are `ScheduledCallback`s, TimerKit's object-free
-/// one-shot; repeating timers are `ScheduledTimer`s. Its blockable context is a serial queue.
+/// TimerKit on the continuous clock (CLOCK_BOOTTIME on Linux) — the shared one that every API
+/// defaults to; each scenario runs in a process of its own, so nothing else uses it — delivering on
+/// the engine thread: the lowest-latency delivery. One-shots are `ScheduledCallback`s, TimerKit's
+/// object-free one-shot; repeating timers are `ScheduledTimer`s. Its blockable context is a serial
+/// queue.
 final class TimerKitPeer: Peer {
     typealias OneShot = ScheduledCallback
 
     static let name = "timerkit"
     static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
 
-    let clock = TimerClock.dedicated(.continuous)
+    let clock = TimerClock.continuous
     let blockedQueue = DispatchQueue(label: "bench.timerkit.blocked")
 
     init() {}

@@ -10,12 +10,11 @@ import Synchronization
 /// reads the peer's clock once per 1,024 pairs. Figures: the aggregate pairs per second; the
 /// process's CPU time per pair (all threads, clean-up included); and the slowest thread's pairs
 /// per second (a lock that is unfair to some threads shows there). NIO is driven from off its
-/// event loop, as a server's other threads would.
+/// event loop, as a server's other threads would. Each thread's closures capture state of their own.
 enum MTChurn {
     static let ahead = 10 * NS.second
 
     static func run<P: Peer>(_ peer: P, threads: Int, duration: Int64) throws -> Figures {
-        let log = FireLog(capacity: 1)  // nothing fires during the run
         let ready = Atomic<Int>(0)
         let go = Atomic<Bool>(false)
         let stop = Atomic<Bool>(false)
@@ -24,6 +23,9 @@ enum MTChurn {
         let finished = DispatchGroup()
         for index in 0..<threads {
             finished.enter()
+            // Each thread's closures capture a log of its own, as a server's capture per-request
+            // state: one shared object's reference count would bounce between cores for every peer.
+            let log = FireLog(capacity: 1)  // nothing fires during the run
             let thread = Thread {
                 defer { finished.leave() }
                 ready.add(1, ordering: .sequentiallyConsistent)
