@@ -3,17 +3,26 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// One clock's engine: every pending timer of the clock in one store, behind one lock, woken by one
-/// driver that sleeps until the earliest deadline (C16).
+/// One clock's engine: every pending timer of the clock in its stores, woken by one driver that
+/// sleeps until the earliest deadline (C16).
+///
+/// Stores: the engine's own, behind `state`, holds the timers (and, on a virtual clock, every
+/// callback, so that ties fire in exact creation order); a system clock's callbacks — the
+/// timeouts a server schedules from every thread — live in per-core ``CallbackShard``s, each with
+/// its own lock and store, so that threads on different cores never share one (issue 11). Any
+/// thread that stores a key earlier than ``armed`` lowers it by compare-exchange and arms the
+/// driver; the driver's wake-up resets it, takes what is due from every store, merges it in
+/// deadline order, and arms for the earliest key left.
 ///
 /// Data flows one way. A timer asks the engine to hold its next deadline (``insert(_:_:)``); the
 /// driver wakes, the engine takes every due timer out of the store and hands each to its delivery
 /// target (``deliver(_:)``); there the timer's state machine (``ScheduledTimer/nextStep(now:_:)``)
 /// decides what the fire means — run, coalesce, skip, burst, or put the timer back.
 ///
-/// Lock discipline: `state` guards the store and, by convention, every field of every timer of
-/// this engine marked "guarded by the engine lock". Handlers run, and captured values are released,
-/// only after the lock is let go.
+/// Lock discipline: `state` guards the engine's store and, by convention, every field of every
+/// timer of this engine marked "guarded by the engine lock"; each shard's lock guards its store.
+/// No two of them are held at once, except the arming lock, taken last. Handlers run, and captured
+/// values are released, only after the locks are let go.
 final class TimerEngine: @unchecked Sendable {
     struct State {
         var store: TimerStore

@@ -23,11 +23,12 @@ enum MTChurn {
         let finished = DispatchGroup()
         for index in 0..<threads {
             finished.enter()
-            // Each thread's closures capture a log of its own, as a server's capture per-request
-            // state: one shared object's reference count would bounce between cores for every peer.
-            let log = FireLog(capacity: 1)  // nothing fires during the run
             let thread = Thread {
                 defer { finished.leave() }
+                // Each thread's closures capture a log of its own, made on that thread (so not next
+                // to another thread's in memory), as a server's capture per-request state: one
+                // shared object's reference count would bounce between cores for every peer.
+                let log = FireLog(capacity: 1)  // nothing fires during the run
                 ready.add(1, ordering: .sequentiallyConsistent)
                 while !go.load(ordering: .acquiring) {}
                 var done = 0
