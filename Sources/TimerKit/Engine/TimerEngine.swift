@@ -123,9 +123,12 @@ final class TimerEngine: @unchecked Sendable {
         self.driver = driver
         self.isVirtual = driver == nil
         let start = driver == nil ? virtualStart : SystemClock.now(kind)
-        // One shard per core, at least two, rounded up to a power of two (at most 16).
-        let cores = min(max(ProcessInfo.processInfo.activeProcessorCount, 2), 16)
-        let shardCount = driver == nil ? 0 : 1 << (Int.bitWidth - (cores - 1).leadingZeroBitCount)
+        // Four shards per core, rounded up to a power of two, between 4 and 16: more threads than
+        // cores is the common case (a server's thread pools), and a thread that shares its shard
+        // with another can be preempted while it holds the lock (measured: 8 threads on 2 cores
+        // with 2 shards did 30 % fewer pairs than 2 threads).
+        let wanted = min(max(4 * ProcessInfo.processInfo.activeProcessorCount, 4), 16)
+        let shardCount = driver == nil ? 0 : 1 << (Int.bitWidth - (wanted - 1).leadingZeroBitCount)
         shards = (0..<shardCount).map { _ in CallbackShard(layout: layout, now: start) }
         shardStates = .allocate(capacity: max(shardCount, 1))
         for (number, shard) in shards.enumerated() { (shardStates + number).initialize(to: .passUnretained(shard.state)) }
