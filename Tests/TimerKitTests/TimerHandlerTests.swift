@@ -149,9 +149,9 @@ struct TimerHandlerTests {
         try search.send("s")
         try search.send("swift")
         #expect(await eventually { model.ticks.last == 0 && model.frames >= 3 && model.keys == ["refresh"] && model.queries == ["swift"] })
-        // In real time a late tick shows the value of its moment, so a loaded machine may skip
-        // one: the values only fall, and the last is the final 0.
-        #expect(zip(model.ticks, model.ticks.dropFirst()).allSatisfy { $0 > $1 })
+        // In real time a late tick shows the value of its moment, so a loaded machine may skip a
+        // value or show one again after a stall: the values never rise, and the last is the final 0.
+        #expect(zip(model.ticks, model.ticks.dropFirst()).allSatisfy { $0 >= $1 })
         #expect(model.ticks.first ?? 0 <= 3)
         #expect(countdown.isFinished)
         frames.invalidate()
