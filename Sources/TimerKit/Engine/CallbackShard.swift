@@ -1,8 +1,10 @@
 /// One shard of a system clock's callbacks: a store and a lock of its own, so that threads on
 /// different cores schedule and cancel without sharing a lock or a cache line (issue 11).
 ///
-/// A system-clock engine has one shard per core (at least two); each thread uses the shard its
-/// thread slot names, so one thread's callbacks always share a store and keep their order. The
+/// A system-clock engine has four shards per core, a power of two between 4 and 16 (more threads
+/// than cores is the common case, and two threads that share a shard stall each other when one is
+/// preempted holding its lock); each thread uses the shard its thread slot names, so one thread's
+/// callbacks always share a store and keep their order. The
 /// engine's own store keeps the timers (whose fields its lock guards) and, on a virtual clock,
 /// every callback. A callback's index names its shard in its high bits (``CallbackShard/encode``):
 /// 0 is the engine's own store.
@@ -18,8 +20,8 @@ final class CallbackShard: @unchecked Sendable {
     /// Bits of an index below the shard number.
     static let indexBits: Int32 = 26
     static let rawMask: Int32 = (1 << indexBits) - 1
-    /// The most shards an engine has (the number fits above the raw index in an `Int32`).
-    static let maximumCount = 31
+    /// The most shards an engine has (up to 31 would fit above the raw index in an `Int32`).
+    static let maximumCount = 16
 
     let state: Locked<State>
 

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Stores: the engine's own, behind `state`, holds the timers (and, on a virtual clock, every
 /// callback, so that ties fire in exact creation order); a system clock's callbacks — the
-/// timeouts a server schedules from every thread — live in per-core ``CallbackShard``s, each with
+/// timeouts a server schedules from every thread — live in ``CallbackShard``s, four per core, each with
 /// its own lock and store, so that threads on different cores never share one (issue 11). Any
 /// thread that stores a key earlier than ``armed`` lowers it by compare-exchange and arms the
 /// driver; the driver's wake-up resets it, takes what is due from every store, merges it in
@@ -69,7 +69,7 @@ final class TimerEngine: @unchecked Sendable {
     private var dueBuffer: [TimerStore.DueWork] = []
     private var finishedBuffer: [Int32] = []
     let state: Locked<State>
-    /// The callbacks of a system clock, one shard per core (empty for a virtual clock, whose
+    /// The callbacks of a system clock, four shards per core (empty for a virtual clock, whose
     /// callbacks share the engine's store so that they fire in exact creation order).
     let shards: [CallbackShard]
     /// The shards' locked states, unretained, for the hot paths (no reference counting on a shared
@@ -127,7 +127,7 @@ final class TimerEngine: @unchecked Sendable {
         // cores is the common case (a server's thread pools), and a thread that shares its shard
         // with another can be preempted while it holds the lock (measured: 8 threads on 2 cores
         // with 2 shards did 30 % fewer pairs than 2 threads).
-        let wanted = min(max(4 * ProcessInfo.processInfo.activeProcessorCount, 4), 16)
+        let wanted = min(max(4 * ProcessInfo.processInfo.activeProcessorCount, 4), CallbackShard.maximumCount)
         let shardCount = driver == nil ? 0 : 1 << (Int.bitWidth - (wanted - 1).leadingZeroBitCount)
         shards = (0..<shardCount).map { _ in CallbackShard(layout: layout, now: start) }
         shardStates = .allocate(capacity: max(shardCount, 1))
@@ -451,10 +451,7 @@ final class TimerEngine: @unchecked Sendable {
             let armedFor = armed.exchange(.max, ordering: .acquiringAndReleasing)
             let (keepRunning, mainNext) = state.withLock { state -> (Bool, Int64) in
                 guard !state.isShutDown else { return (false, .max) }
-                if pass == 0 {
-                    state.wakeUps += 1
-                    recordWakeUp(now: now, armedFor: armedFor, &state)
-                }
+                if pass == 0 { state.wakeUps += 1 }
                 for timer in state.ready {
                     due.append(.timer(timer))
                     if !shards.isEmpty { dueDeadlines.append(.min) }  // their turn has come: first
@@ -473,6 +470,12 @@ final class TimerEngine: @unchecked Sendable {
             guard keepRunning else { return false }
             var next = mainNext
             if !shards.isEmpty { next = min(next, takeDueCallbacks(by: now, into: &due)) }
+            if pass == 0 {
+                // The wake-up's latency as the handlers will see it: up to now, with the stores
+                // taken out — what the engine keeps back from the end of a window (C3).
+                let ready = SystemClock.now(kind)
+                state.withLock { recordWakeUp(now: ready, armedFor: armedFor, &$0) }
+            }
             let again = !due.isEmpty && pass + 1 < Self.passesPerWakeUp && next <= SystemClock.now(kind)
             // Due already: the next pass serves it. Otherwise arm for the earliest key, unless a
             // thread that stored an earlier one meanwhile has armed for that.
