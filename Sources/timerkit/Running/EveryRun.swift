@@ -108,14 +108,24 @@ final class EveryRun: Sendable {
         }
         guard let number else { return }
         let start = options.clock.now.nanoseconds
+        // Started under the lock, so that a signal sees either no command (and none starts: the
+        // runs are over) or the command's process, to pass the signal on to.
+        let launched = state.withLock { state -> Result<ChildProcess, ChildProcess.LaunchError>? in
+            guard state.ending == nil else { return nil }
+            let result = Result { () throws(ChildProcess.LaunchError) in
+                try ChildProcess.launch(options.command, outputToStandardError: options.json)
+            }
+            if case .success(let child) = result { state.child = child }
+            return result
+        }
         let child: ChildProcess
-        do {
-            child = try ChildProcess.launch(options.command, outputToStandardError: options.json)
-        } catch {
+        switch launched {
+        case nil: return
+        case .failure(let error):
             Output.error("timerkit every: \(error)")
             return stop(.cannotLaunch(error.exitStatus))
+        case .success(let launchedChild): child = launchedChild
         }
-        state.withLock { $0.child = child }
         let termination = child.wait()
         let end = options.clock.now.nanoseconds
         let record = RunRecord(number: number, deadline: latest, start: start, duration: end - start, status: termination.status)
@@ -134,13 +144,21 @@ final class EveryRun: Sendable {
     /// Ends the runs (the first reason wins): no new run starts, and once the one under way (if
     /// any) has returned, `run()` prints the summary.
     private func stop(_ ending: Ending) {
-        let (first, timer) = state.withLock { state -> (Bool, ScheduledTimer?) in
-            guard state.ending == nil else { return (false, nil) }
-            state.ending = ending
-            defer { state.timer = nil }
-            return (true, state.timer)
-        }
-        guard first else { return }
+        let (first, timer) = state.withLock { Self.record(ending, &$0) }
+        if first { stopped(timer) }
+    }
+
+    /// Records the ending if it is the first; returns whether it was, and the timer to invalidate.
+    private static func record(_ ending: Ending, _ state: inout State) -> (first: Bool, timer: ScheduledTimer?) {
+        guard state.ending == nil else { return (false, nil) }
+        state.ending = ending
+        defer { state.timer = nil }
+        return (true, state.timer)
+    }
+
+    /// After the first ending: no new run; once the run under way (if any) has returned, `run()`
+    /// prints the summary.
+    private func stopped(_ timer: ScheduledTimer?) {
         timer?.invalidate()
         // After the run under way: the runs' queue is serial.
         queue.async { self.finished.signal() }
@@ -149,8 +167,14 @@ final class EveryRun: Sendable {
     /// SIGINT, SIGTERM or SIGHUP: stop, pass the signal on to a running command, and kill it if it
     /// is still running after the grace period. A second signal kills it at once.
     private func interrupt(_ signal: Int32) {
-        let (child, again) = state.withLock { ($0.child, $0.ending != nil) }
-        stop(.signal(signal))
+        // The command under way and the ending in one step: a command that is starting is either
+        // seen here, or sees the ending and does not start (see `fire(_:)`).
+        let (child, again, first, timer) = state.withLock { state -> (ChildProcess?, Bool, Bool, ScheduledTimer?) in
+            let again = state.ending != nil
+            let (first, timer) = Self.record(.signal(signal), &state)
+            return (state.child, again, first, timer)
+        }
+        if first { stopped(timer) }
         guard let child else { return }
         child.forward(signal, repeated: again) { [self] in state.withLock { $0.child?.pid == child.pid } }
     }
