@@ -115,3 +115,11 @@ int ctk_timerfd_wait(int fd) {
 
 void ctk_set_precise_timer_slack(void) { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }
 #endif
+
+void ctk_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+    __asm__ __volatile__("yield");
+#endif
+}

@@ -147,6 +147,7 @@ let allPeers: [any Peer.Type] = [
     TimerKitHeapPeer.self,
     TimerKitTimerPeer.self,
     TimerKitRegistryPeer.self,
+    TimerKitPrecisePeer.self,
     DispatchSerialPeer.self,
     DispatchGlobalPeer.self,
     FoundationRunLoopPeer.self,

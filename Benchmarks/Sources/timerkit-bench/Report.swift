@@ -12,15 +12,18 @@ enum Report {
 
         if scenarios.contains(.precision) {
             out += "\n## precision — one 10 ms repeating timer, \(Scenario.precisionFires(quick: quick)) fires (µs)\n\n"
-            out += "| peer | p50 | p99 | max | drift | fires | p50 ×tk | p99 ×tk |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"
+            out += "| peer | p50 | p99 (min–max) | max | drift | fires | CPU µs/fire | p50 ×tk | p99 ×tk | floor p99 ÷ p99 |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
             let base = lookup(.precision, "timerkit")
+            let floor = lookup(.precision, "os-floor")
             for peer in peerNames {
                 guard let result = lookup(.precision, peer) else { continue }
-                out += "| \(peer) | " + cells(result, ["lateness_p50_us", "lateness_p99_us", "lateness_max_us"], digits: 0)
-                    + " | " + driftCell(result) + " | " + cells(result, ["fires"], digits: 0)
-                    + " | " + ratio(result, base, "lateness_p50_us") + " | " + ratio(result, base, "lateness_p99_us") + " |\n"
+                let belowFloor = perRunRatio(result, over: floor, "lateness_p99_us").map { String(format: "%.2f", $0) } ?? ""
+                out += "| \(peer) | " + cells(result, ["lateness_p50_us"], digits: 0) + " | " + cellWithSpread(result, "lateness_p99_us")
+                    + " | " + cells(result, ["lateness_max_us"], digits: 0)
+                    + " | " + driftCell(result) + " | " + cells(result, ["fires"], digits: 0) + " | " + cells(result, ["cpu_us_per_fire"], digits: 1)
+                    + " | " + ratio(result, base, "lateness_p50_us") + " | " + ratio(result, base, "lateness_p99_us") + " | " + belowFloor + " |\n"
             }
-            out += "\nDrift: the last fire's scheduled deadline minus first + k·interval; \"(actual)\": the peer does not say its deadlines, so its last fire's actual time is used (this includes that fire's lateness).\n"
+            out += "\nDrift: the last fire's scheduled deadline minus first + k·interval; \"(actual)\": the peer does not say its deadlines, so its last fire's actual time is used (this includes that fire's lateness). CPU: the process's CPU time over the run per fire (each peer runs in a process of its own). floor p99 ÷ p99: os-floor's p99 over the peer's, per run (the runs are interleaved), the median; above 1 means below the floor.\n"
         }
 
         if scenarios.contains(.churn) {

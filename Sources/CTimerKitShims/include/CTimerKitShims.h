@@ -32,6 +32,10 @@ void ctk_store_i32(int32_t *value, int32_t desired);
 /// thread's timer slack at 1 ns on Linux: the OS floor that tests and benchmarks compare against.
 void ctk_sleep_until(int kind, int64_t deadline);
 
+/// Tells the CPU that the caller is in a spin-wait loop (`pause` on x86, `yield` on ARM): saves
+/// power and leaves the core's resources to its sibling hyperthread.
+void ctk_cpu_relax(void);
+
 #if defined(__linux__)
 /// Creates a non-blocking-free (blocking) close-on-exec timerfd on the given clock kind; -1 on error.
 int ctk_timerfd_create(int kind);

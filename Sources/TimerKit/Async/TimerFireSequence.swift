@@ -76,7 +76,7 @@ extension ScheduledTimer {
     /// A repeating timer whose fires are the elements of an `AsyncSequence`.
     ///
     /// The timer starts when the iteration does. The parameters mean what they mean for
-    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)``.
+    /// ``repeating(every:first:tolerance:precision:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)``.
     ///
     /// - Throws: ``TimerError`` for bad input, as the other factories do.
     public static func fires(

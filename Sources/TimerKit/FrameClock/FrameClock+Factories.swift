@@ -6,6 +6,8 @@ extension FrameClock {
     ///
     /// - Parameters:
     ///   - framesPerSecond: The frame rate, e.g. 60 or 120.
+    ///   - precision: ``TimerPrecision/high`` to tick well within the OS's wake-up latency of each
+    ///     frame, for CPU time spent waiting actively before each tick; standard by default.
     ///   - clock: The clock (C1); continuous by default.
     ///   - delivery: Where the handler runs (C15); the engine thread by default.
     ///   - handler: Called with the frame clock and each frame.
@@ -14,11 +16,12 @@ extension FrameClock {
     @discardableResult
     public static func start(
         framesPerSecond: Int = 60,
+        precision: TimerPrecision = .standard,
         clock: TimerClock = .continuous,
         delivery: TimerDelivery = .engineThread,
         _ handler: @escaping @Sendable (FrameClock, Frame) -> Void
     ) throws(TimerError) -> FrameClock {
-        try make(framesPerSecond: framesPerSecond, clock: clock, delivery: delivery, handler: handler)
+        try make(framesPerSecond: framesPerSecond, precision: precision, clock: clock, delivery: delivery, handler: handler)
     }
 
     /// Starts a frame clock whose handler is a ``TimerHandler``: bound to an owner held weakly
@@ -43,20 +46,22 @@ extension FrameClock {
     @discardableResult
     public static func start(
         framesPerSecond: Int = 60,
+        precision: TimerPrecision = .standard,
         clock: TimerClock = .continuous,
         delivery: TimerDelivery? = nil,
         _ handler: TimerHandler<FrameClock, Frame>
     ) throws(TimerError) -> FrameClock {
         try make(
-            framesPerSecond: framesPerSecond, clock: clock, delivery: handler.delivery(delivery, otherwise: .engineThread),
+            framesPerSecond: framesPerSecond, precision: precision, clock: clock,
+            delivery: handler.delivery(delivery, otherwise: .engineThread),
             handler: handler.closure { $0.invalidate() })
     }
 
     static func make(
-        framesPerSecond: Int, clock: TimerClock, delivery: TimerDelivery, handler: @escaping Handler
+        framesPerSecond: Int, precision: TimerPrecision = .standard, clock: TimerClock, delivery: TimerDelivery, handler: @escaping Handler
     ) throws(TimerError) -> FrameClock {
         guard (1...1_000_000_000).contains(framesPerSecond) else { throw .invalidFrameRate(framesPerSecond) }
-        let frames = FrameClock(framesPerSecond: framesPerSecond, clock: clock, origin: clock.engine.now(), delivery: delivery, handler: handler)
+        let frames = FrameClock(framesPerSecond: framesPerSecond, clock: clock, precision: precision, origin: clock.engine.now(), delivery: delivery, handler: handler)
         try frames.start(at: 1)
         return frames
     }

@@ -55,12 +55,18 @@ public final class FrameClock: @unchecked Sendable {
     let frameNanoseconds: Int64
     /// Frame 0's timestamp, in nanoseconds on the clock.
     let origin: Int64
+    /// How closely ticks follow the frame timestamps (``TimerPrecision``).
+    public let precision: TimerPrecision
     private let delivery: TimerDelivery
     private let handler: Handler
     private let state = Locked(State())
 
-    init(framesPerSecond: Int, clock: TimerClock, origin: Int64, delivery: TimerDelivery, handler: @escaping Handler) {
+    init(
+        framesPerSecond: Int, clock: TimerClock, precision: TimerPrecision, origin: Int64, delivery: TimerDelivery,
+        handler: @escaping Handler
+    ) {
         self.clock = clock
+        self.precision = precision
         self.delivery = delivery
         self.framesPerSecond = framesPerSecond
         self.frameNanoseconds = (1_000_000_000 + Int64(framesPerSecond) / 2) / Int64(framesPerSecond)
@@ -74,7 +80,7 @@ public final class FrameClock: @unchecked Sendable {
     func start(at index: Int64) throws(TimerError) {
         let timer = try ScheduledTimer.make(
             interval: frameDuration, first: .at(TimerInstant(kind: clock.kind, nanoseconds: timestamp(of: index))),
-            tolerance: .zero, clock: clock, policy: .coalesce, delivery: delivery, suspended: true
+            tolerance: .zero, precision: precision, clock: clock, policy: .coalesce, delivery: delivery, suspended: true
         ) { [self] _, fire in tick(fire) }
         let installed = state.withLock { state -> Bool in
             guard !state.isInvalid, !state.isPaused, state.timer == nil else { return false }

@@ -23,23 +23,27 @@ extension ScheduledTimer {
     ///   - first: The first deadline; by default one interval from now, like `Foundation.Timer`.
     ///   - tolerance: How late a fire may be so that the engine can serve several timers with one
     ///     wake-up (C3); zero by default.
+    ///   - precision: Whether the engine sleeps until the deadline (``TimerPrecision/standard``, the
+    ///     default) or sleeps until shortly before it and waits actively (``TimerPrecision/high``).
     ///   - clock: The clock (C1); continuous by default.
     ///   - missedDeadlines: What to do about missed deadlines (C5); coalesce by default.
     ///   - delivery: Where the handler runs (C15); the engine thread by default.
     ///   - handler: The closure to run at each fire.
-    /// - Throws: ``TimerError`` for a non-positive interval, a negative tolerance, a burst limit
-    ///   below 1, a duration that overflows, an instant of another clock, or a shut-down clock.
+    /// - Throws: ``TimerError`` for a non-positive interval, a negative tolerance, a tolerance with
+    ///   high precision, a burst limit below 1, a duration that overflows, an instant of another
+    ///   clock, or a shut-down clock.
     @discardableResult
     public static func repeating(
         every interval: Duration,
         first: TimerStart? = nil,
         tolerance: Duration = .zero,
+        precision: TimerPrecision = .standard,
         clock: TimerClock = .continuous,
         missedDeadlines: MissedDeadlinePolicy = .coalesce,
         delivery: TimerDelivery = .engineThread,
         _ handler: @escaping @Sendable (ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
-        try make(interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines, delivery: delivery, handler: handler)
+        try make(interval: interval, first: first, tolerance: tolerance, precision: precision, clock: clock, policy: missedDeadlines, delivery: delivery, handler: handler)
     }
 
     /// Schedules a one-shot timer that calls a closure once, at `start` (C6).
@@ -56,11 +60,12 @@ extension ScheduledTimer {
     public static func once(
         at start: TimerStart,
         tolerance: Duration = .zero,
+        precision: TimerPrecision = .standard,
         clock: TimerClock = .continuous,
         delivery: TimerDelivery = .engineThread,
         _ handler: @escaping @Sendable (ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
-        try make(interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce, delivery: delivery, handler: handler)
+        try make(interval: nil, first: start, tolerance: tolerance, precision: precision, clock: clock, policy: .coalesce, delivery: delivery, handler: handler)
     }
 
     /// Schedules a repeating timer whose handler is a ``TimerHandler``: bound to an owner held
@@ -84,7 +89,7 @@ extension ScheduledTimer {
     /// ```
     ///
     /// The other parameters mean what they mean for
-    /// ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)``;
+    /// ``repeating(every:first:tolerance:precision:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)``;
     /// `delivery` defaults to the engine thread, or the main queue for a main-actor handler.
     /// - Throws: The errors of the closure form, and ``TimerError/conflictingDelivery(_:)`` for a
     ///   main-actor handler given a delivery other than the main queue.
@@ -93,13 +98,14 @@ extension ScheduledTimer {
         every interval: Duration,
         first: TimerStart? = nil,
         tolerance: Duration = .zero,
+        precision: TimerPrecision = .standard,
         clock: TimerClock = .continuous,
         missedDeadlines: MissedDeadlinePolicy = .coalesce,
         delivery: TimerDelivery? = nil,
         _ handler: TimerHandler<ScheduledTimer, TimerFire>
     ) throws(TimerError) -> ScheduledTimer {
         try make(
-            interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines,
+            interval: interval, first: first, tolerance: tolerance, precision: precision, clock: clock, policy: missedDeadlines,
             delivery: handler.delivery(delivery, otherwise: .engineThread), handler: handler.closure { $0.invalidate() })
     }
 
@@ -113,12 +119,13 @@ extension ScheduledTimer {
     public static func once(
         at start: TimerStart,
         tolerance: Duration = .zero,
+        precision: TimerPrecision = .standard,
         clock: TimerClock = .continuous,
         delivery: TimerDelivery? = nil,
         _ handler: TimerHandler<ScheduledTimer, TimerFire>
     ) throws(TimerError) -> ScheduledTimer {
         try make(
-            interval: nil, first: start, tolerance: tolerance, clock: clock, policy: .coalesce,
+            interval: nil, first: start, tolerance: tolerance, precision: precision, clock: clock, policy: .coalesce,
             delivery: handler.delivery(delivery, otherwise: .engineThread), handler: handler.closure { $0.invalidate() })
     }
 
@@ -126,6 +133,7 @@ extension ScheduledTimer {
         interval: Duration?,
         first: TimerStart?,
         tolerance: Duration,
+        precision: TimerPrecision = .standard,
         clock: TimerClock,
         policy: MissedDeadlinePolicy,
         delivery: TimerDelivery,
@@ -135,6 +143,7 @@ extension ScheduledTimer {
     ) throws(TimerError) -> ScheduledTimer {
         let intervalNanoseconds = try interval.map { (interval) throws(TimerError) in try validatedInterval(interval) } ?? 0
         let toleranceNanoseconds = try validatedTolerance(tolerance)
+        guard !precision.isHigh || toleranceNanoseconds == 0 else { throw .toleranceWithHighPrecision(tolerance) }
         let policy = try policy.validated()
         let engine = clock.engine
         let firstDeadline = try firstDeadline(first ?? (interval == nil ? .now : nil), interval: intervalNanoseconds, now: { engine.now() }, kind: engine.kind)
@@ -143,6 +152,7 @@ extension ScheduledTimer {
             firstDeadline: firstDeadline,
             interval: intervalNanoseconds,
             tolerance: toleranceNanoseconds,
+            precision: precision,
             policy: policy,
             delivery: delivery,
             handler: handler)

@@ -5,8 +5,8 @@ import Synchronization
 /// A timer that cannot leak, needs no run loop, and keeps NSTimer's exact semantics where they are
 /// right: fires on a fixed grid with no drift, a tolerance window, and coalesced missed deadlines.
 ///
-/// Create one with a factory — ``repeating(every:first:tolerance:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)`` or
-/// ``once(at:tolerance:clock:delivery:_:)-(_,_,_,_,(ScheduledTimer,TimerFire)->Void)`` with a closure, or the same with a
+/// Create one with a factory — ``repeating(every:first:tolerance:precision:clock:missedDeadlines:delivery:_:)-(_,_,_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)`` or
+/// ``once(at:tolerance:precision:clock:delivery:_:)-(_,_,_,_,_,(ScheduledTimer,TimerFire)->Void)`` with a closure, or the same with a
 /// ``TimerHandler``: `.bound(to: self) { owner, timer, fire in … }` (recommended whenever the handler
 /// calls back into an object), `.onMainActor { … }`, `.onMainActor(bound: self) { … }` — or iterate
 /// ``fires(every:first:tolerance:clock:missedDeadlines:)`` with `for await`.
@@ -48,6 +48,9 @@ public final class ScheduledTimer: @unchecked Sendable {
 
     let engine: TimerEngine
     let toleranceNanoseconds: Int64
+    /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
+    /// before its deadline and waits for the deadline actively.
+    let isPrecise: Bool
     /// Where the handler runs (C15).
     public let delivery: TimerDelivery
     /// The policy for missed deadlines (C5).
@@ -91,12 +94,14 @@ public final class ScheduledTimer: @unchecked Sendable {
         firstDeadline: Int64,
         interval: Int64,
         tolerance: Int64,
+        precision: TimerPrecision = .standard,
         policy: MissedDeadlinePolicy,
         delivery: TimerDelivery,
         handler: @escaping Handler
     ) {
         self.engine = engine
         self.toleranceNanoseconds = tolerance
+        self.isPrecise = precision.isHigh
         self.missedDeadlinePolicy = policy
         self.delivery = delivery
         self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval)
@@ -139,6 +144,10 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// The tolerance: how late after a deadline a fire may happen so that the engine can serve
     /// several timers with one wake-up (C3). Zero by default.
     public var tolerance: Duration { .nanoseconds(toleranceNanoseconds) }
+
+    /// How closely fires follow deadlines: by sleeping, or by sleeping and then waiting actively
+    /// (``TimerPrecision``).
+    public var precision: TimerPrecision { isPrecise ? .high : .standard }
 
     /// Whether the timer can still fire. `false` after ``invalidate()``, after a one-shot timer's
     /// fire has started (also inside that fire's handler: C6), once an owner-bound timer found its

@@ -35,6 +35,9 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A main-actor ``TimerHandler`` was given a delivery other than the main queue (the delivery
     /// is given). Main-actor handlers run on the main queue: give them no delivery.
     case conflictingDelivery(TimerDelivery)
+    /// A timer was asked for ``TimerPrecision/high`` and a tolerance (given): a high-precision timer
+    /// fires at its deadline, so it takes no tolerance.
+    case toleranceWithHighPrecision(Duration)
 
     public var description: String {
         switch self {
@@ -66,6 +69,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "a throttler needs its leading edge, its trailing edge, or both; with neither it never runs"
         case .conflictingDelivery(let delivery):
             "a main-actor handler runs on the main queue and cannot be delivered to \(delivery)"
+        case .toleranceWithHighPrecision(let tolerance):
+            "a high-precision timer fires at its deadline and takes no tolerance (got \(tolerance))"
         }
     }
 }
