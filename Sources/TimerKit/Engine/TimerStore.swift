@@ -77,8 +77,25 @@ struct TimerStore {
 
     let layout: Layout
     private var slab = TimerSlab()
-    /// Entry indices in 4-ary heap order by (key, sequence).
-    private var heap: [Int32] = []
+    /// The near heap's entries in 4-ary heap order by (key, sequence), each with its key and
+    /// sequence beside its index: a sift compares siblings that sit side by side in memory instead
+    /// of reading four entries scattered over the slab (measured with a million timers: the sift
+    /// was 42 % of the engine thread's time, nearly all of it cache misses on the slab).
+    private var heap: [HeapSlot] = []
+
+    /// One place in the near heap: 16 bytes, four siblings to a cache line.
+    struct HeapSlot {
+        var key: Int64
+        var sequence: UInt32
+        var index: Int32
+
+        /// Whether `self` comes before `other` in (key, creation) order; creation order compared
+        /// with wrapping arithmetic (``TimerEntry/sequence``).
+        @inline(__always)
+        func precedes(_ other: HeapSlot) -> Bool {
+            key < other.key || (key == other.key && Int32(bitPattern: sequence &- other.sequence) < 0)
+        }
+    }
     /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
     private var horizon: Int64 = 0
     private let wheel = Wheel()
@@ -247,7 +264,7 @@ struct TimerStore {
     /// Unplaces the first entry if its deadline has come by `now`; it stays allocated.
     private mutating func popFirst(dueBy now: Int64) -> (index: Int32, deadline: Int64)? {
         while true {
-            if let top = heap.first {
+            if let top = heap.first?.index {
                 let deadline = slab[top].pointee.deadline
                 guard deadline <= now && deadline != .max else { return nil }
                 heapRemove(at: 0)
@@ -270,7 +287,7 @@ struct TimerStore {
     mutating func wakeUpTime(now: Int64) -> Int64? {
         let nowTick = now >> Self.tickShift
         while let bucket = firstBucket(), bucket.start <= nowTick + Self.lookahead { open(bucket) }
-        let keyTime = heap.first.map { slab[$0].pointee.key }
+        let keyTime = heap.first?.key
         guard let bucket = firstBucket() else {
             // Empty: the horizon may catch up with now, so that new entries land on low levels.
             if keyTime == nil { horizon = max(horizon, nowTick + Self.lookahead) }
@@ -283,7 +300,7 @@ struct TimerStore {
     /// as it takes.
     mutating func firstDeadline() -> Int64? {
         while heap.isEmpty, let bucket = firstBucket() { open(bucket) }
-        return heap.first.map { slab[$0].pointee.deadline }
+        return heap.first.map { slab[$0.index].pointee.deadline }
     }
 
     /// Removes every stored entry and withdraws every callback being delivered whose run has not
@@ -403,26 +420,20 @@ struct TimerStore {
 
     // MARK: The near heap
 
-    @inline(__always)
-    private func precedes(_ a: Int32, _ b: Int32) -> Bool {
-        let (first, second) = (slab[a], slab[b])
-        let (keyA, keyB) = (first.pointee.key, second.pointee.key)
-        return keyA < keyB || (keyA == keyB && Int32(bitPattern: first.pointee.sequence &- second.pointee.sequence) < 0)
-    }
-
     private mutating func heapInsert(_ index: Int32) {
-        heap.append(index)
+        let entry = slab[index]
+        heap.append(HeapSlot(key: entry.pointee.key, sequence: entry.pointee.sequence, index: index))
         siftUp(heap.count - 1)
     }
 
     private mutating func heapRemove(at position: Int) {
-        let removed = heap[position]
+        let removed = heap[position].index
         let last = heap.removeLast()
         slab[removed].pointee.place = TimerEntry.unplaced
         guard position < heap.count else { return }
         heap[position] = last
-        slab[last].pointee.place = Int32(position)
-        if position > 0 && precedes(last, heap[(position - 1) / 4]) {
+        slab[last.index].pointee.place = Int32(position)
+        if position > 0 && last.precedes(heap[(position - 1) / 4]) {
             siftUp(position)
         } else {
             siftDown(position)
@@ -430,41 +441,45 @@ struct TimerStore {
     }
 
     private mutating func siftUp(_ start: Int) {
-        var position = start
-        let moving = heap[position]
-        while position > 0 {
-            let parent = (position - 1) / 4
-            let parentIndex = heap[parent]
-            guard precedes(moving, parentIndex) else { break }
-            heap[position] = parentIndex
-            slab[parentIndex].pointee.place = Int32(position)
-            position = parent
+        heap.withUnsafeMutableBufferPointer { heap in
+            var position = start
+            let moving = heap[position]
+            while position > 0 {
+                let parent = (position - 1) / 4
+                let parentSlot = heap[parent]
+                guard moving.precedes(parentSlot) else { break }
+                heap[position] = parentSlot
+                slab[parentSlot.index].pointee.place = Int32(position)
+                position = parent
+            }
+            heap[position] = moving
+            slab[moving.index].pointee.place = Int32(position)
         }
-        heap[position] = moving
-        slab[moving].pointee.place = Int32(position)
     }
 
     private mutating func siftDown(_ start: Int) {
-        var position = start
-        let moving = heap[position]
-        let count = heap.count
-        while true {
-            let firstChild = 4 * position + 1
-            guard firstChild < count else { break }
-            var best = firstChild
-            var child = firstChild + 1
-            let end = min(firstChild + 4, count)
-            while child < end {
-                if precedes(heap[child], heap[best]) { best = child }
-                child += 1
+        heap.withUnsafeMutableBufferPointer { heap in
+            var position = start
+            let moving = heap[position]
+            let count = heap.count
+            while true {
+                let firstChild = 4 * position + 1
+                guard firstChild < count else { break }
+                var best = firstChild
+                var child = firstChild + 1
+                let end = min(firstChild + 4, count)
+                while child < end {
+                    if heap[child].precedes(heap[best]) { best = child }
+                    child += 1
+                }
+                let bestSlot = heap[best]
+                guard bestSlot.precedes(moving) else { break }
+                heap[position] = bestSlot
+                slab[bestSlot.index].pointee.place = Int32(position)
+                position = best
             }
-            let bestIndex = heap[best]
-            guard precedes(bestIndex, moving) else { break }
-            heap[position] = bestIndex
-            slab[bestIndex].pointee.place = Int32(position)
-            position = best
+            heap[position] = moving
+            slab[moving.index].pointee.place = Int32(position)
         }
-        heap[position] = moving
-        slab[moving].pointee.place = Int32(position)
     }
 }
