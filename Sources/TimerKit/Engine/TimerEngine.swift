@@ -183,7 +183,7 @@ final class TimerEngine: @unchecked Sendable {
     /// active, not suspended, not running and not stored.
     func insert(_ timer: ScheduledTimer, _ state: inout State) {
         let (deadline, slack) = storedDeadline(timer, state)
-        let index = state.store.insert(.timer(timer), deadline: deadline, slack: slack, sequence: UInt32(truncatingIfNeeded: timer.id))
+        let index = state.store.insert(.timer(timer), deadline: deadline, slack: slack, sequence: timer.id)
         timer.storeSlot = index
         armIfEarlier(state.store.key(at: index))
     }
@@ -434,7 +434,7 @@ final class TimerEngine: @unchecked Sendable {
     func register(_ timer: ScheduledTimer, suspended: Bool) throws(TimerError) {
         try state.withLock { (state) throws(TimerError) in
             guard !state.isShutDown else { throw .clockShutDown }
-            timer.id = state.nextTimerID
+            timer.id = UInt32(truncatingIfNeeded: state.nextTimerID)
             state.nextTimerID &+= 1
             timer.machine.isSuspended = suspended
             if timer.onInvalidate != nil {
@@ -538,7 +538,7 @@ final class TimerEngine: @unchecked Sendable {
     /// thread after the wake-up's other due work, whose deadlines came before these.
     private func deliverPrecisely(_ timers: inout [(timer: ScheduledTimer, deadline: Int64)]) {
         if timers.count > 1 {
-            timers.sort { ($0.deadline, $0.timer.id) < ($1.deadline, $1.timer.id) }
+            timers.sort { $0.deadline < $1.deadline || ($0.deadline == $1.deadline && Int32(bitPattern: $0.timer.id &- $1.timer.id) < 0) }
         }
         for (timer, deadline) in timers {
             while SystemClock.now(kind) < deadline { ctk_cpu_relax() }

@@ -46,29 +46,95 @@ public final class ScheduledTimer: @unchecked Sendable {
         case stopInvalidated((@Sendable () -> Void)?, Handler?)
     }
 
+    // The stored fields are ordered so that the small ones pack together: a pending timer's object
+    // is at most 120 bytes (issue 11); what few timers use lives in `extras`, allocated on first use.
+
     let engine: TimerEngine
     let toleranceNanoseconds: Int64
-    /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
-    /// before its deadline and waits for the deadline actively.
-    let isPrecise: Bool
     /// Where the handler runs (C15).
     public let delivery: TimerDelivery
-    /// The policy for missed deadlines (C5).
-    public let missedDeadlinePolicy: MissedDeadlinePolicy
+    /// ``missedDeadlinePolicy``, in eight bytes: 0 coalesce, -1 skip, n ≥ 1 burst of at most n.
+    private let policyCode: Int
 
     // Guarded by the engine lock.
-    var machine: TimerStateMachine
     var handler: Handler?
-    var onInvalidate: (@Sendable () -> Void)?
-    /// Creation order on the engine; breaks ties between equal deadlines.
-    var id: UInt64 = 0
+    var machine: TimerStateMachine
+    private var extras: Extras?
+    /// Creation order on the engine, truncated to 32 bits like the store's; breaks ties between
+    /// equal deadlines (compared with wrapping arithmetic).
+    var id: UInt32 = 0
     /// The index of the timer's entry in its engine's store, or -1 when it is not stored.
     var storeSlot: Int32 = -1
     /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
     /// iterated), so that no lifetime warning is printed.
     var releasesSilentlyWhenSuspended = false
-    /// Tasks waiting in ``invalidateAndWait()`` for the run under way to return.
-    var runWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
+    /// before its deadline and waits for the deadline actively.
+    let isPrecise: Bool
+
+    /// What few timers use. Guarded by the engine lock.
+    private final class Extras {
+        var onInvalidate: (@Sendable () -> Void)?
+        var runWaiters: [CheckedContinuation<Void, Never>] = []
+        var skippedDeadlines = 0
+        var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)?
+    }
+
+    /// Grid deadlines that passed without a run of their own under ``MissedDeadlinePolicy/skip``
+    /// since the last fire; the next fire reports them (C5). Guarded by the engine lock.
+    var skippedDeadlines: Int {
+        get { extras?.skippedDeadlines ?? 0 }
+        set {
+            guard newValue != 0 || extras != nil else { return }
+            extrasForWriting.skippedDeadlines = newValue
+        }
+    }
+
+    /// The rest of a burst of missed deadlines being fired back to back (C5). Guarded by the engine
+    /// lock.
+    var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)? {
+        get { extras?.burst }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            extrasForWriting.burst = newValue
+        }
+    }
+
+    private var extrasForWriting: Extras {
+        if let extras { return extras }
+        let made = Extras()
+        extras = made
+        return made
+    }
+
+    /// Called once the timer is invalid (the `AsyncSequence` behind it ends). Guarded by the engine
+    /// lock.
+    var onInvalidate: (@Sendable () -> Void)? {
+        get { extras?.onInvalidate }
+        set {
+            guard newValue != nil || extras != nil else { return }
+            extrasForWriting.onInvalidate = newValue
+        }
+    }
+
+    /// Tasks waiting in ``invalidateAndWait()`` for the run under way to return. Guarded by the
+    /// engine lock.
+    var runWaiters: [CheckedContinuation<Void, Never>] {
+        get { extras?.runWaiters ?? [] }
+        set {
+            guard !newValue.isEmpty || extras != nil else { return }
+            extrasForWriting.runWaiters = newValue
+        }
+    }
+
+    /// The policy for missed deadlines (C5).
+    public var missedDeadlinePolicy: MissedDeadlinePolicy {
+        switch policyCode {
+        case 0: .coalesce
+        case -1: .skip
+        default: .burst(maxFires: policyCode)
+        }
+    }
 
     /// Where the run the engine decided on stands (C8): ``RunGate``. Changed under the engine lock,
     /// except for the two steps the running thread takes on its own — `decided → entered` right
@@ -102,7 +168,12 @@ public final class ScheduledTimer: @unchecked Sendable {
         self.engine = engine
         self.toleranceNanoseconds = tolerance
         self.isPrecise = precision.isHigh
-        self.missedDeadlinePolicy = policy
+        self.policyCode =
+            switch policy {
+            case .coalesce: 0
+            case .skip: -1
+            case .burst(let maxFires): maxFires
+            }
         self.delivery = delivery
         self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval)
         self.handler = handler
@@ -300,9 +371,9 @@ public final class ScheduledTimer: @unchecked Sendable {
             // The clock is read only for a start relative to now.
             machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: { engine.now(state) }, kind: engine.kind)
             machine.interval = newInterval
-            machine.burst = nil
+            burst = nil
             machine.missedWhileSuspended = false
-            machine.skippedDeadlines = 0
+            skippedDeadlines = 0
             if !machine.isSuspended && !machine.isRunning {
                 engine.place(self, &state)
             } else {
@@ -323,7 +394,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         guard machine.lifecycle == .active else { return (nil, nil) }
         machine.lifecycle = .invalid
         machine.hasPendingManualFire = false
-        machine.burst = nil
+        burst = nil
         let released = handler
         handler = nil
         let hook = onInvalidate
@@ -370,7 +441,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     func hasWorkNow(_ now: Int64) -> Bool {
         guard machine.lifecycle == .active else { return false }
         let isDue = machine.nextDeadline <= now && machine.nextDeadline != .max
-        return machine.hasPendingManualFire || (!machine.isSuspended && (machine.burst != nil || isDue))
+        return machine.hasPendingManualFire || (!machine.isSuspended && (burst != nil || isDue))
     }
 
     /// Decides what the running delivery does next. Called by the holder of `isRunning`.
@@ -401,14 +472,14 @@ public final class ScheduledTimer: @unchecked Sendable {
             machine.isRunning = false
             return .stop
         }
-        if let burst = machine.burst {
+        if let current = burst {
             machine.fireCount += 1
-            let last = burst.fires == 1
-            machine.burst = last ? nil : (burst.nextScheduled.addingSaturating(machine.interval), burst.fires - 1, burst.lastCount)
+            let last = current.fires == 1
+            burst = last ? nil : (current.nextScheduled.addingSaturating(machine.interval), current.fires - 1, current.lastCount)
             let fire = TimerFire(
-                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: burst.nextScheduled),
+                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: current.nextScheduled),
                 firedAt: TimerInstant(kind: kind, nanoseconds: now),
-                deadlineCount: last ? burst.lastCount : 1,
+                deadlineCount: last ? current.lastCount : 1,
                 sequenceNumber: machine.fireCount)
             return .run(handler, fire)
         }
@@ -446,8 +517,8 @@ public final class ScheduledTimer: @unchecked Sendable {
         let count = Int(clamping: due)
         func fire(_ scheduled: Int64, _ count: Int) -> Step {
             machine.fireCount += 1
-            let skipped = machine.skippedDeadlines
-            machine.skippedDeadlines = 0
+            let skipped = skippedDeadlines
+            skippedDeadlines = 0
             return .run(handler, TimerFire(
                 scheduledDeadline: TimerInstant(kind: kind, nanoseconds: scheduled),
                 firedAt: TimerInstant(kind: kind, nanoseconds: now),
@@ -464,15 +535,15 @@ public final class ScheduledTimer: @unchecked Sendable {
         case .skip:
             if missedWhileSuspended {
                 // Every due deadline was missed: nothing fires now; the next fire reports them.
-                machine.skippedDeadlines += count
+                skippedDeadlines += count
                 return nextStep(now: now, &state)
             }
-            machine.skippedDeadlines += count - 1
+            skippedDeadlines += count - 1
             return fire(latestDue, 1)
         case .burst(let maxFires):
             let fires = min(count, maxFires)
             if fires > 1 {
-                machine.burst = (deadline.addingSaturating(interval), fires - 1, count - fires + 1)
+                burst = (deadline.addingSaturating(interval), fires - 1, count - fires + 1)
                 return fire(deadline, 1)
             }
             return fire(deadline, count)

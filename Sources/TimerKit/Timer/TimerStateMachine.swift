@@ -11,23 +11,23 @@ struct TimerStateMachine {
         case invalid
     }
 
-    var lifecycle = Lifecycle.active
-    var isSuspended = false
-    var isRunning = false
+    // The fields are ordered so that the one-byte ones pack together after the eight-byte ones.
+    // What a timer needs only after missing deadlines — the skipped deadlines under `.skip`, the
+    // rest of a burst — lives in the timer's extras (``ScheduledTimer/burst``), allocated on first
+    // use (issue 11: a pending timer's bytes).
+
     /// The next deadline on the grid (C4): the first deadline plus a whole number of intervals.
     var nextDeadline: Int64
     /// The repeat interval in nanoseconds; 0 for a one-shot timer.
     var interval: Int64
+    var fireCount = 0
+    var lifecycle = Lifecycle.active
+    var isSuspended = false
+    var isRunning = false
     /// Whether `nextDeadline` passed while the timer was suspended: then it counts as missed (C5, C9).
     var missedWhileSuspended = false
-    /// Grid deadlines that passed without a run of their own under ``MissedDeadlinePolicy/skip``
-    /// since the last fire; the next fire reports them (C5).
-    var skippedDeadlines = 0
     /// Whether a run requested by `fire()` has not started yet (further requests merge into it).
     var hasPendingManualFire = false
-    /// The rest of a burst of missed deadlines being fired back to back.
-    var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)?
-    var fireCount = 0
 
     init(firstDeadline: Int64, interval: Int64) {
         self.nextDeadline = firstDeadline
