@@ -12,8 +12,8 @@
 /// and fires. Lateness shrinks to the time it takes to read the clock and call the handler, in
 /// exchange for CPU time: the engine thread spins for the rest of the lead before every fire.
 /// Measured on a 2-core Linux VM (BENCHMARKS.md, "Precision beyond the floor"): a 10 ms timer's
-/// p99 lateness 7 µs against the OS floor's 179 µs, for about 180 µs more CPU per fire than the
-/// standard mode (1.8 % of a core at 100 Hz). Use it for the few timers that need it — a frame
+/// p99 lateness 11 µs against the OS floor's 196 µs, for about 150 µs more CPU per fire than the
+/// standard mode (1.5 % of a core at 100 Hz). Use it for the few timers that need it — a frame
 /// clock, an audio or measurement loop — not for timeouts.
 ///
 /// What still holds in high precision:
