@@ -5,7 +5,6 @@ import Darwin
 #endif
 import Dispatch
 import Foundation
-import Synchronization
 import TimerKit
 
 /// `timerkit countdown`: the library's ``Countdown`` (remaining time is always deadline − now, so
@@ -18,9 +17,9 @@ final class CountdownRun: Sendable {
     private let terminal = Terminal()
     private let interactive: Bool
     private let queue = DispatchQueue(label: "timerkit.countdown")
-    private let countdown = Mutex<Countdown?>(nil)
+    private let countdown = Guarded<Countdown?>(nil)
     /// The exit status, set once by whoever ends the countdown first.
-    private let ending = Mutex<Int32?>(nil)
+    private let ending = Guarded<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
     /// The whole length, for the progress bar.
     private let total: Duration

@@ -5,7 +5,6 @@ import Darwin
 #endif
 import Dispatch
 import Foundation
-import Synchronization
 import TimerKit
 
 /// `timerkit every`: runs a command on a repeating timer's grid, start to start, one run at a time,
@@ -50,7 +49,7 @@ final class EveryRun: Sendable {
     private let options: Options
     private let intervalNanoseconds: Int64
     private let queue = DispatchQueue(label: "timerkit.every.runs")
-    private let state = Mutex(State())
+    private let state = Guarded(State())
     private let finished = DispatchSemaphore(value: 0)
 
     init(_ options: Options) {

@@ -4,7 +4,6 @@ import Glibc
 import Darwin
 #endif
 import Dispatch
-import Synchronization
 import TimerKit
 
 /// `timerkit after` and `timerkit at`: waits for one deadline on a clock, then runs a command and
@@ -22,9 +21,9 @@ final class OneShotRun: Sendable {
     private let clock: TimerClock
     private let command: [String]
     private let name: String
-    private let state = Mutex(State())
+    private let state = Guarded(State())
     private let finished = DispatchSemaphore(value: 0)
-    private let outcome = Mutex<Int32>(0)
+    private let outcome = Guarded<Int32>(0)
 
     init(name: String, at start: TimerStart, clock: TimerClock, command: [String]) {
         self.name = name
