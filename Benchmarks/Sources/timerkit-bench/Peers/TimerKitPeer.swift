@@ -33,9 +33,24 @@ final class TimerKitPeer: Peer {
         first: Int64, interval: Int64, tolerance: Int64, delivery: Delivery,
         _ handler: @escaping @Sendable (Tick) -> Void
     ) throws -> Repeater {
+        try Self.repeating(
+            first: first, interval: interval, tolerance: tolerance, precision: .standard, clock: clock, delivery: self.delivery(delivery), handler)
+    }
+
+    /// A `FrameClock`: each tick reports its frame's timestamp and the frames it stands for.
+    func frames(framesPerSecond: Int, _ handler: @escaping @Sendable (Tick) -> Void) throws -> Repeater {
+        try Self.frames(framesPerSecond: framesPerSecond, precision: .standard, clock: clock, handler)
+    }
+
+    /// A `ScheduledTimer` on the grid `first + k·interval`, reporting each fire as a tick (shared
+    /// with ``TimerKitPrecisePeer``).
+    static func repeating(
+        first: Int64, interval: Int64, tolerance: Int64, precision: TimerPrecision, clock: TimerClock, delivery: TimerDelivery,
+        _ handler: @escaping @Sendable (Tick) -> Void
+    ) throws -> Repeater {
         let timer = try ScheduledTimer.repeating(
-            every: .nanoseconds(interval), first: TimerKitPeer.instant(first), tolerance: .nanoseconds(tolerance),
-            clock: clock, delivery: self.delivery(delivery)
+            every: .nanoseconds(interval), first: instant(first), tolerance: .nanoseconds(tolerance), precision: precision,
+            clock: clock, delivery: delivery
         ) { _, fire in
             let now = KernelClock.boottime()
             handler(Tick(now: now, scheduled: fire.scheduledDeadline.nanoseconds, count: fire.deadlineCount))
@@ -43,9 +58,12 @@ final class TimerKitPeer: Peer {
         return Repeater { timer.invalidate() }
     }
 
-    /// A `FrameClock`: each tick reports its frame's timestamp and the frames it stands for.
-    func frames(framesPerSecond: Int, _ handler: @escaping @Sendable (Tick) -> Void) throws -> Repeater {
-        let frames = try FrameClock.start(framesPerSecond: framesPerSecond, clock: clock) { _, frame in
+    /// A `FrameClock` whose ticks report their frame's timestamp and the frames they stand for
+    /// (shared with ``TimerKitPrecisePeer``).
+    static func frames(
+        framesPerSecond: Int, precision: TimerPrecision, clock: TimerClock, _ handler: @escaping @Sendable (Tick) -> Void
+    ) throws -> Repeater {
+        let frames = try FrameClock.start(framesPerSecond: framesPerSecond, precision: precision, clock: clock) { _, frame in
             let now = KernelClock.boottime()
             handler(Tick(now: now, scheduled: frame.timestamp.nanoseconds, count: frame.droppedSinceLast + 1))
         }

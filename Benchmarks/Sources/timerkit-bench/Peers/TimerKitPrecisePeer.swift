@@ -23,20 +23,10 @@ final class TimerKitPrecisePeer: Peer {
         first: Int64, interval: Int64, tolerance: Int64, delivery: Delivery,
         _ handler: @escaping @Sendable (Tick) -> Void
     ) throws -> Repeater {
-        let timer = try ScheduledTimer.repeating(
-            every: .nanoseconds(interval), first: TimerKitPeer.instant(first), precision: .high, clock: clock
-        ) { _, fire in
-            let now = KernelClock.boottime()
-            handler(Tick(now: now, scheduled: fire.scheduledDeadline.nanoseconds, count: fire.deadlineCount))
-        }
-        return Repeater { timer.invalidate() }
+        try TimerKitPeer.repeating(first: first, interval: interval, tolerance: 0, precision: .high, clock: clock, delivery: .engineThread, handler)
     }
 
     func frames(framesPerSecond: Int, _ handler: @escaping @Sendable (Tick) -> Void) throws -> Repeater {
-        let frames = try FrameClock.start(framesPerSecond: framesPerSecond, precision: .high, clock: clock) { _, frame in
-            let now = KernelClock.boottime()
-            handler(Tick(now: now, scheduled: frame.timestamp.nanoseconds, count: frame.droppedSinceLast + 1))
-        }
-        return Repeater { frames.invalidate() }
+        try TimerKitPeer.frames(framesPerSecond: framesPerSecond, precision: .high, clock: clock, handler)
     }
 }
