@@ -6,6 +6,12 @@
 
 #include <pthread.h>
 
+#if defined(__APPLE__)
+#include <fcntl.h>
+#include <mach/mach_time.h>
+#include <sys/event.h>
+#endif
+
 #if defined(__linux__)
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -89,31 +95,116 @@ void ctk_sleep_until(int kind, int64_t deadline) {
 #endif
 }
 
+/* ---- The kernel timer behind an engine's driver thread --------------------------------------- */
+
+uint64_t ctk_mach_ticks_from_nanoseconds(uint64_t nanoseconds, uint32_t numer, uint32_t denom) {
+    /* ticks = ceil(ns * denom / numer), without 128-bit arithmetic (watchOS's arm64_32 has none):
+       ns = q * numer + r, so ns * denom / numer = q * denom + r * denom / numer, and r * denom fits
+       in 64 bits because both factors are below 2^32. */
+    if (numer == 0 || denom == 0) return UINT64_MAX;
+    uint64_t q = nanoseconds / numer, r = nanoseconds % numer;
+    if (q > (uint64_t)INT64_MAX / denom) return (uint64_t)INT64_MAX;
+    uint64_t whole = q * denom;
+    uint64_t part = (r * denom + numer - 1) / numer;
+    if (whole > (uint64_t)INT64_MAX - part) return (uint64_t)INT64_MAX;
+    return whole + part;
+}
+
+uint64_t ctk_nanoseconds_from_mach_ticks(uint64_t ticks, uint32_t numer, uint32_t denom) {
+    if (numer == 0 || denom == 0) return UINT64_MAX;
+    uint64_t q = ticks / denom, r = ticks % denom;
+    if (q > UINT64_MAX / numer) return UINT64_MAX;
+    return q * numer + (r * numer) / denom;
+}
+
+ctk_kevent_timer ctk_kevent_timer_for(int kind, int64_t deadline, uint32_t numer, uint32_t denom) {
+    ctk_kevent_timer timer = {0, 0};
+    timer.fflags = CTK_NOTE_MACHTIME | CTK_NOTE_ABSOLUTE | CTK_NOTE_CRITICAL;
+    if (kind == 0) timer.fflags |= CTK_NOTE_MACH_CONTINUOUS_TIME;
+    uint64_t ticks = ctk_mach_ticks_from_nanoseconds(deadline > 0 ? (uint64_t)deadline : 0, numer, denom);
+    /* An absolute deadline of 0 ticks would be "now"; the driver never asks for one, but 1 is as early. */
+    timer.data = ticks == 0 ? 1 : (int64_t)ticks;
+    return timer;
+}
+
 #if defined(__linux__)
-int ctk_timerfd_create(int kind) {
+
+int ctk_kernel_timer_create(int kind) {
     return timerfd_create(ctk_clock_id(kind), TFD_CLOEXEC);
 }
 
-int ctk_timerfd_arm(int fd, int64_t deadline, int is_wall) {
+int ctk_kernel_timer_arm(int timer, int kind, int64_t deadline) {
     struct itimerspec spec = {0};
     int flags = 0;
     if (deadline > 0) {
         spec.it_value.tv_sec = (time_t)(deadline / 1000000000LL);
         spec.it_value.tv_nsec = (long)(deadline % 1000000000LL);
-        flags = TFD_TIMER_ABSTIME | (is_wall ? TFD_TIMER_CANCEL_ON_SET : 0);
+        flags = TFD_TIMER_ABSTIME | (kind == 2 ? TFD_TIMER_CANCEL_ON_SET : 0);
     }
-    return timerfd_settime(fd, flags, &spec, NULL);
+    return timerfd_settime(timer, flags, &spec, NULL);
 }
 
-int ctk_timerfd_wait(int fd) {
+int ctk_kernel_timer_wait(int timer) {
     uint64_t expirations = 0;
-    ssize_t n = read(fd, &expirations, sizeof expirations);
+    ssize_t n = read(timer, &expirations, sizeof expirations);
     if (n == (ssize_t)sizeof expirations) return 1;
     if (n < 0 && (errno == ECANCELED || errno == EINTR)) return 0;
     return -1;
 }
 
 void ctk_set_precise_timer_slack(void) { prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); }
+
+#elif defined(__APPLE__)
+
+/* The constants above are Apple's; the compiler checks them against <sys/event.h>. */
+_Static_assert(CTK_NOTE_ABSOLUTE == NOTE_ABSOLUTE, "NOTE_ABSOLUTE");
+_Static_assert(CTK_NOTE_CRITICAL == NOTE_CRITICAL, "NOTE_CRITICAL");
+_Static_assert(CTK_NOTE_MACH_CONTINUOUS_TIME == NOTE_MACH_CONTINUOUS_TIME, "NOTE_MACH_CONTINUOUS_TIME");
+_Static_assert(CTK_NOTE_MACHTIME == NOTE_MACHTIME, "NOTE_MACHTIME");
+
+/* The one timer of an engine's kqueue. */
+static const uint64_t ctk_timer_ident = 1;
+
+int ctk_kernel_timer_create(int kind) {
+    if (kind != 0 && kind != 1) {
+        errno = EINVAL; /* the wall clock has no absolute kernel timer that follows clock changes */
+        return -1;
+    }
+    int queue = kqueue();
+    if (queue >= 0) fcntl(queue, F_SETFD, FD_CLOEXEC);
+    return queue;
+}
+
+int ctk_kernel_timer_arm(int timer, int kind, int64_t deadline) {
+    struct kevent64_s change;
+    if (deadline <= 0) {
+        EV_SET64(&change, ctk_timer_ident, EVFILT_TIMER, EV_DELETE, 0, 0, 0, 0, 0);
+        int result = kevent64(timer, &change, 1, NULL, 0, 0, NULL);
+        return (result < 0 && errno == ENOENT) ? 0 : result;
+    }
+    static mach_timebase_info_data_t timebase;
+    if (timebase.denom == 0) mach_timebase_info(&timebase); /* idempotent: a race writes the same values */
+    ctk_kevent_timer spec = ctk_kevent_timer_for(kind, deadline, timebase.numer, timebase.denom);
+    /* Added again each time: that replaces the deadline of the timer, armed or fired. Its data is
+       64-bit in kevent64 (kevent's intptr_t is 32-bit on watchOS, 178 s of ticks). */
+    EV_SET64(&change, ctk_timer_ident, EVFILT_TIMER, EV_ADD | EV_ENABLE | EV_ONESHOT, spec.fflags, spec.data, 0, 0, 0);
+    return kevent64(timer, &change, 1, NULL, 0, 0, NULL);
+}
+
+int ctk_kernel_timer_wait(int timer) {
+    struct kevent64_s event;
+    int n = kevent64(timer, NULL, 0, &event, 1, 0, NULL);
+    if (n == 1 && (event.flags & EV_ERROR)) {
+        errno = (int)event.data;
+        return -1;
+    }
+    if (n == 1) return 1;
+    if (n == 0 || (n < 0 && errno == EINTR)) return 0;
+    return -1;
+}
+
+void ctk_set_precise_timer_slack(void) { /* the timer itself asks for no coalescing (NOTE_CRITICAL) */ }
+
 #endif
 
 void ctk_cpu_relax(void) {

@@ -164,7 +164,8 @@ struct CountdownTests {
         }
         let virtual = VirtualClock()
         var screen: Screen? = Screen()
-        weak let weakScreen = screen
+        weak var weakScreen: Screen?
+        weakScreen = screen
         let countdown = try Countdown.start(to: .after(.seconds(10)), clock: virtual.clock, .bound(to: screen!) { screen, _, tick in
             screen.ticks.append(tick.value)
         })

@@ -76,19 +76,37 @@ struct DeliveryTests {
         timer.invalidate()
     }
 
-    @Test("C15: engine-thread delivery runs on the clock's engine thread, not the caller's", arguments: [TimerClock.Kind.continuous, .suspending, .wall])
+    @Test("C15: engine-thread delivery runs on the clock's engine driver, not the caller's thread", arguments: [TimerClock.Kind.continuous, .suspending, .wall])
     func engineThreadDelivery(kind: TimerClock.Kind) async throws {
         let clock = TimerClock.dedicated(kind)
         defer { clock.shutdown() }
-        let threads = Recorder<UInt64>()
+        let runs = Recorder<(thread: UInt64, onDriver: Bool)>()
         try ScheduledTimer.once(at: .after(.milliseconds(5)), clock: clock) { _, _ in
-            threads.append(SystemClock.currentThreadID)
+            runs.append((SystemClock.currentThreadID, clock.engine.isOnDriver))
         }
-        #expect(await eventually { threads.count == 1 })
-        let engineThread = clock.engine.driverThreadID.load(ordering: .acquiring)
+        #expect(await eventually { runs.count == 1 })
+        let run = try #require(runs.all.first)
+        #expect(run.onDriver, "on the driver's thread (kernel timer) or queue (dispatch)")
+        #expect(run.thread != SystemClock.currentThreadID)
+    }
+
+    @Test(
+        "C15, C16: the kernel-timer driver is one thread of its own, named for its clock, that serves every wake-up",
+        .enabled(if: EngineDriverKind.serving(.continuous) == .kernelTimer, "about the kernel-timer driver; the dispatch driver runs on its queue's threads"),
+        arguments: [TimerClock.Kind.continuous, .suspending, .wall].filter { EngineDriverKind.serving($0) == .kernelTimer })
+    func kernelTimerDriverThread(kind: TimerClock.Kind) async throws {
+        let clock = TimerClock.dedicated(kind)
+        defer { clock.shutdown() }
+        let threads = Recorder<UInt64>()
+        for delay in [5, 25, 45] {
+            try ScheduledTimer.once(at: .after(.milliseconds(delay)), clock: clock) { _, _ in
+                threads.append(SystemClock.currentThreadID)
+            }
+        }
+        #expect(await eventually { threads.count == 3 })
+        let engineThread = try #require(clock.engine.driverThread)
         #expect(engineThread != 0)
-        #expect(threads.all == [engineThread])
-        #expect(threads.all != [SystemClock.currentThreadID])
+        #expect(threads.all == [engineThread, engineThread, engineThread])
         #if os(Linux)
         // The engine thread carries its own name (the system's, not Foundation's), also when a
         // dispatch worker created it.

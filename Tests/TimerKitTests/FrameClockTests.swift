@@ -64,7 +64,8 @@ struct FrameClockTests {
         }
         let virtual = VirtualClock()
         var view: View? = View()
-        weak let weakView = view
+        weak var weakView: View?
+        weakView = view
         let clock = try FrameClock.start(framesPerSecond: 60, clock: virtual.clock, .bound(to: view!) { view, _, _ in
             view.frames.increment()
         })

@@ -36,7 +36,8 @@ struct ScheduledCallbackTests {
         let clock = VirtualClock()
         let ran = Counter()
         var captured: Captured? = Captured()
-        weak let watched = captured
+        weak var watched: Captured?
+        watched = captured
         let callback = try clock.clock.schedule(at: .after(.seconds(1))) { [captured] in
             _ = captured
             ran.increment()
@@ -55,7 +56,8 @@ struct ScheduledCallbackTests {
     func cancelAfterRun() throws {
         let clock = VirtualClock()
         var captured: Captured? = Captured()
-        weak let watched = captured
+        weak var watched: Captured?
+        watched = captured
         let callback = try clock.clock.schedule(at: .now) { [captured] in _ = captured }
         captured = nil
         clock.advance(by: .zero)
@@ -143,21 +145,26 @@ extension RealTime {
         func runsOnTheEngineThread() async throws {
             let clock = TimerClock.dedicated(.continuous)
             defer { clock.shutdown() }
-            let runs = Recorder<(Duration, pthread_t)>()
-            let timerThreads = Recorder<pthread_t>()
+            let runs = Recorder<(lateness: Duration, thread: UInt64, onDriver: Bool)>()
+            let timerRuns = Recorder<(thread: UInt64, onDriver: Bool)>()
             let deadline = clock.now.advanced(by: .milliseconds(20))
             try clock.schedule(at: .at(deadline)) {
-                runs.append((clock.now - deadline, pthread_self()))
+                runs.append((clock.now - deadline, SystemClock.currentThreadID, clock.engine.isOnDriver))
             }
             // A timer delivered on the engine thread, to compare threads with.
             try ScheduledTimer.once(at: .at(deadline.advanced(by: .milliseconds(5))), clock: clock) { _, _ in
-                timerThreads.append(pthread_self())
+                timerRuns.append((SystemClock.currentThreadID, clock.engine.isOnDriver))
             }
-            #expect(await eventually { runs.count == 1 && timerThreads.count == 1 })
-            let (lateness, thread) = try #require(runs.all.first)
-            #expect(lateness >= .zero, "C2")
-            #expect(pthread_equal(thread, try #require(timerThreads.all.first)) != 0, "the clock's engine thread")
-            #expect(pthread_equal(thread, pthread_self()) == 0)
+            #expect(await eventually { runs.count == 1 && timerRuns.count == 1 })
+            let run = try #require(runs.all.first)
+            let timerRun = try #require(timerRuns.all.first)
+            #expect(run.lateness >= .zero, "C2")
+            #expect(run.onDriver && timerRun.onDriver, "on the clock's engine driver")
+            if let driverThread = clock.engine.driverThread {
+                // The kernel-timer driver is one thread across wake-ups; a dispatch queue is not.
+                #expect(run.thread == driverThread && timerRun.thread == driverThread)
+            }
+            #expect(run.thread != SystemClock.currentThreadID)
         }
 
         @Test("C3: callbacks whose tolerance windows overlap are served by one wake-up")
@@ -195,7 +202,8 @@ extension RealTime {
             let clock = TimerClock.dedicated(.continuous)
             let ran = Counter()
             var captured: ScheduledCallbackTests.Captured? = ScheduledCallbackTests.Captured()
-            weak let watched = captured
+            weak var watched: ScheduledCallbackTests.Captured?
+            watched = captured
             let callback = try clock.schedule(at: .after(.seconds(60))) { [captured] in
                 _ = captured
                 ran.increment()

@@ -14,7 +14,8 @@ struct TimerHandlerTests {
     func everyToolEndsWithItsOwner() throws {
         let virtual = VirtualClock()
         var owner: Owner? = Owner()
-        weak let weakOwner = owner
+        weak var weakOwner: Owner?
+        weakOwner = owner
         let events = owner!.events
         let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: virtual.clock, .bound(to: owner!) { owner, _, _ in
             owner.events.append("timer")

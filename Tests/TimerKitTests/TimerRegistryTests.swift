@@ -164,7 +164,8 @@ struct TimerRegistryTests {
         }
         let virtual = VirtualClock()
         var screen: Screen? = try Screen(clock: virtual.clock)
-        weak let weakScreen = screen
+        weak var weakScreen: Screen?
+        weakScreen = screen
         virtual.advance(by: .seconds(3))
         #expect(screen?.ticks.current == 3)
         screen = nil

@@ -103,7 +103,14 @@ enum ToolRunner {
     static func spawn(
         _ arguments: [String], environment: [String: String] = [:], input: Int32?, output: Int32, error: Int32, closing: [Int32] = []
     ) throws -> pid_t {
+        // Opaque pointers on Darwin (set by `init`), structures on Glibc.
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
         var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if let input {
@@ -114,7 +121,6 @@ enum ToolRunner {
         posix_spawn_file_actions_adddup2(&actions, output, STDOUT_FILENO)
         posix_spawn_file_actions_adddup2(&actions, error, STDERR_FILENO)
         for descriptor in closing { posix_spawn_file_actions_addclose(&actions, descriptor) }
-        var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var unblocked = sigset_t()

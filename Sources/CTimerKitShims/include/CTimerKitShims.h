@@ -36,18 +36,46 @@ void ctk_sleep_until(int kind, int64_t deadline);
 /// power and leaves the core's resources to its sibling hyperthread.
 void ctk_cpu_relax(void);
 
-#if defined(__linux__)
-/// Creates a non-blocking-free (blocking) close-on-exec timerfd on the given clock kind; -1 on error.
-int ctk_timerfd_create(int kind);
-/// Arms fd to expire at the absolute time `deadline` (ns on its clock); 0 disarms.
-/// For the wall clock, the timer also wakes when the system clock is set.
-int ctk_timerfd_arm(int fd, int64_t deadline, int is_wall);
-/// Blocks until fd expires. Returns 1 when it expired, 0 when woken early by a clock change or a
-/// signal (the caller re-reads the clock), -1 on any other error (errno tells).
-int ctk_timerfd_wait(int fd);
-/// Sets this thread's timer slack to 1 ns (the kernel's default is 50 µs) so that wake-ups are as
-/// precise as the hardware allows.
+/// The kernel timer an engine's driver thread waits on, with an absolute deadline on the engine's
+/// own clock: on Linux a `timerfd` (`CLOCK_BOOTTIME`, `CLOCK_MONOTONIC`, or `CLOCK_REALTIME` armed
+/// with `TFD_TIMER_CANCEL_ON_SET`); on Apple platforms a kqueue holding one `EVFILT_TIMER` on Mach
+/// time (`mach_continuous_time` for the continuous clock, `mach_absolute_time` for the suspending
+/// one; the wall clock has none and is refused with EINVAL). A file descriptor; -1 on error.
+int ctk_kernel_timer_create(int kind);
+/// Arms the timer to expire at the absolute instant `deadline` (ns on the clock of `kind`, the kind
+/// it was created for); a deadline of 0 or less disarms it. Safe from any thread while another
+/// waits: the new deadline takes effect at once. 0 on success, -1 on error (errno tells).
+int ctk_kernel_timer_arm(int timer, int kind, int64_t deadline);
+/// Blocks until the timer expires. Returns 1 when it expired, 0 when woken early by a clock change
+/// or a signal (the caller re-reads the clock), -1 on any other error (errno tells).
+int ctk_kernel_timer_wait(int timer);
+/// Sets this thread's timer slack to 1 ns on Linux (the kernel's default is 50 µs), so that
+/// wake-ups are as precise as the hardware allows. Apple platforms: nothing to do (the kqueue timer
+/// asks for no coalescing itself).
 void ctk_set_precise_timer_slack(void);
-#endif
+
+/// `EVFILT_TIMER` flags, Apple's values (checked against `<sys/event.h>` where it exists), so that
+/// the kqueue timer's arithmetic is compiled and tested on every platform.
+#define CTK_NOTE_ABSOLUTE 0x00000008u
+#define CTK_NOTE_CRITICAL 0x00000020u
+#define CTK_NOTE_MACH_CONTINUOUS_TIME 0x00000080u
+#define CTK_NOTE_MACHTIME 0x00000100u
+
+/// What a kqueue timer is armed with: its flags and its absolute deadline in Mach ticks.
+typedef struct {
+    uint32_t fflags;
+    int64_t data;
+} ctk_kevent_timer;
+
+/// The `EVFILT_TIMER` that expires at `deadline` (ns) on the clock of `kind` (0 continuous:
+/// `NOTE_MACH_CONTINUOUS_TIME`, which counts sleep; 1 suspending), for a Mach timebase of
+/// `numer`/`denom` (ns = ticks × numer ÷ denom): absolute, in Mach ticks rounded up, so never before
+/// the deadline, and without coalescing.
+ctk_kevent_timer ctk_kevent_timer_for(int kind, int64_t deadline, uint32_t numer, uint32_t denom);
+/// Mach ticks for `nanoseconds`, rounded up (the first tick at or after it); saturates at INT64_MAX.
+uint64_t ctk_mach_ticks_from_nanoseconds(uint64_t nanoseconds, uint32_t numer, uint32_t denom);
+/// Nanoseconds for Mach `ticks`, rounded down, as the system's clocks read them.
+uint64_t ctk_nanoseconds_from_mach_ticks(uint64_t ticks, uint32_t numer, uint32_t denom);
+
 
 #endif

@@ -105,16 +105,7 @@ final class TimerEngine: @unchecked Sendable {
 
     /// Creates a system-clock engine with the platform's driver, or a virtual one with none.
     convenience init(kind: TimerClock.Kind, isShared: Bool, layout: TimerStore.Layout = .wheel) {
-        let driver: (any EngineDriver)?
-        if kind == .virtual {
-            driver = nil
-        } else {
-            #if os(Linux) || os(Android)
-            driver = TimerFDDriver(kind: kind)
-            #else
-            driver = DispatchDriver(kind: kind)
-            #endif
-        }
+        let driver = kind == .virtual ? nil : EngineDriverKind.serving(kind).make(for: kind)
         self.init(kind: kind, isShared: isShared, driver: driver, layout: layout)
     }
 
@@ -152,13 +143,19 @@ final class TimerEngine: @unchecked Sendable {
     /// existential whether it is `nil` goes through its value witnesses on every call.
     let isVirtual: Bool
 
-    /// The system's id of the driver's own thread, once it has started (0 for a dispatch driver,
-    /// whose source runs on whichever thread its queue gets).
-    let driverThreadID = Atomic<UInt64>(0)
+    /// Whether the caller runs on this engine's driver — its thread, or its queue (tests: where
+    /// engine-thread deliveries run). Always `false` on a virtual clock.
+    var isOnDriver: Bool { driver?.isCurrent ?? false }
 
-    /// Called by a driver from its own thread when that thread starts.
-    func driverThreadStarted() {
-        driverThreadID.store(ctk_current_thread_id(), ordering: .releasing)
+    /// The system's id of the driver's own thread, if it has one of its own (the kernel-timer
+    /// driver, once its thread has started); `nil` for a dispatch driver, whose source runs on
+    /// whichever thread its queue gets, and for a virtual clock.
+    var driverThread: UInt64? {
+        #if os(Linux) || os(Android) || canImport(Darwin)
+        (driver as? KernelTimerDriver)?.thread
+        #else
+        nil
+        #endif
     }
 
     /// The current instant on this engine's clock, in nanoseconds.
@@ -685,9 +682,12 @@ final class TimerEngine: @unchecked Sendable {
     }
 
     /// Runs `body` on `queue` before returning (a virtual clock's delivery): directly when that is
-    /// the main queue and this is the main thread, else with `sync`.
+    /// the main queue and the caller is on it, else with `sync` (which, onto the queue the caller is
+    /// on, would deadlock). The main queue is recognized as ``TimerDelivery`` recognizes it: on Linux
+    /// each read of `DispatchQueue.main` is a new object, and the main queue's blocks may run on
+    /// threads other than the main thread.
     private func runNow<Result>(on queue: DispatchQueue, _ body: () -> Result) -> Result {
-        if queue === DispatchQueue.main && Thread.isMainThread { return body() }
+        if TimerDelivery.isMain(queue) && TimerDelivery.isOnMainQueue { return body() }
         return queue.sync(execute: body)
     }
 

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 
 /// Where a timer's handler runs (C15).
 ///
@@ -48,9 +49,24 @@ public struct TimerDelivery: Sendable, Hashable, CustomStringConvertible {
     /// `DispatchQueue.main` makes a new object for the same queue, so it is recognized by its label.
     private static let mainQueue = DispatchQueue.main
 
-    private static func isMain(_ queue: DispatchQueue) -> Bool {
+    /// Whether `queue` is the main queue, whichever object stands for it.
+    static func isMain(_ queue: DispatchQueue) -> Bool {
         queue === mainQueue || queue.label == mainQueue.label
     }
+
+    /// Whether the caller runs on the main queue: on the main thread, or in a block of the main
+    /// queue. (On Linux, once `dispatchMain()` has been called the main thread is gone and the main
+    /// queue's blocks — the main actor's jobs among them — run on other threads.)
+    static var isOnMainQueue: Bool {
+        Thread.isMainThread || DispatchQueue.getSpecific(key: mainQueueKey) != nil
+    }
+
+    /// A mark on the main queue, for ``isOnMainQueue``.
+    private static let mainQueueKey: DispatchSpecificKey<Bool> = {
+        let key = DispatchSpecificKey<Bool>()
+        mainQueue.setSpecific(key: key, value: true)
+        return key
+    }()
 
     public var description: String {
         switch target {

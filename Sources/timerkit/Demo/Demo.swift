@@ -282,7 +282,8 @@ extension Demo {
         report.section("15. A frame clock: CADisplayLink without the retain cycle (C11)")
         let frames = Collected<FrameClock.Frame>()
         var view: FrameView? = FrameView()
-        weak let weakView = view
+        weak var weakView: FrameView?
+        weakView = view
         let clock = try FrameClock.start(framesPerSecond: 60, .bound(to: view!) { view, _, frame in
             view.frames.increment()
             frames.append(frame)

@@ -50,12 +50,22 @@ struct ChildProcess: Sendable {
     /// standard error (`every --json` keeps stdout for its own lines).
     static func launch(_ arguments: [String], outputToStandardError: Bool = false) throws(LaunchError) -> ChildProcess {
         precondition(!arguments.isEmpty, "ChildProcess.launch: no command")
+        #if os(tvOS) || os(watchOS) || os(visionOS) || os(iOS)
+        // No process spawning there: the tool is for macOS and Linux (Package.swift, README).
+        throw LaunchError(command: arguments[0], code: ENOTSUP)
+        #else
+        // Opaque pointers on Darwin (set by `init`), structures on Glibc.
+        #if canImport(Darwin)
+        var actions: posix_spawn_file_actions_t? = nil
+        var attributes: posix_spawnattr_t? = nil
+        #else
         var actions = posix_spawn_file_actions_t()
+        var attributes = posix_spawnattr_t()
+        #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         if outputToStandardError { posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO) }
 
-        var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
         var defaults = sigset_t()
@@ -73,6 +83,7 @@ struct ChildProcess: Sendable {
         let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard result == 0 else { throw LaunchError(command: arguments[0], code: result) }
         return ChildProcess(pid: pid)
+        #endif
     }
 
     /// Waits for the child to end (blocking the calling thread).
