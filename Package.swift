@@ -1,6 +1,10 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+// What each product supports (the README's "Platforms" says what is verified how):
+// - TimerKit, TimerKitTesting: Linux and every Apple platform below.
+// - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
+//   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 let package = Package(
     name: "TimerKit",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],

@@ -34,6 +34,10 @@ enum ToolRunner {
 
     static var executable: URL { productsDirectory.appendingPathComponent("timerkit") }
 
+    /// A command that prints the system clock as seconds since 1970 with six decimals, on Linux and
+    /// macOS alike (`date +%N` is GNU's; Perl and its Time::HiRes ship with both).
+    static let printTime = ["perl", "-MTime::HiRes=time", "-e", "printf(\"%.6f\\n\", time)"]
+
     /// When a test sends the tool SIGINT (Ctrl-C): once the tool catches the signal, and after its
     /// output contains `marker` if one is given (the command it runs has started).
     struct Interrupt {

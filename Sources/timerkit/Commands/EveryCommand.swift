@@ -16,7 +16,7 @@ struct EveryCommand: ParsableCommand {
             missed one back to back. On exit (count reached, --for elapsed, Ctrl-C) a summary goes to \
             stderr: runs, deadlines skipped or coalesced, start lateness p50/p99/max, failures.
 
-            Example: timerkit every 200ms --count 10 -- date +%s.%N
+            Example: timerkit every 200ms --count 10 -- date +%T
             """)
 
     @Argument(help: ArgumentHelp("How often: \(DurationText.help).", valueName: "interval"), transform: { text throws(UsageError) in
