@@ -3,6 +3,7 @@ import PackageDescription
 
 // What each product supports (the README's "Platforms" says what is verified how):
 // - TimerKit, TimerKitTesting: Linux and every Apple platform below.
+// - TimerKitDurable (durable timers on SQLite): Linux and macOS, iOS, tvOS, watchOS, visionOS (GRDB's).
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 let package = Package(
@@ -11,9 +12,12 @@ let package = Package(
     products: [
         .library(name: "TimerKit", targets: ["TimerKit"]),
         .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
+        .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
         .executable(name: "timerkit", targets: ["timerkit"]),
     ],
     dependencies: [
+        // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         // The command-line tool only; the libraries depend on the toolchain alone.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Tests only: swift-async-algorithms' operators run on TimerKit's clocks. A package that
@@ -30,6 +34,10 @@ let package = Package(
             name: "TimerKitTesting",
             dependencies: ["TimerKit"]
         ),
+        .target(
+            name: "TimerKitDurable",
+            dependencies: ["TimerKit", .product(name: "GRDB", package: "GRDB.swift")]
+        ),
         .executableTarget(
             name: "timerkit",
             dependencies: [
@@ -41,6 +49,7 @@ let package = Package(
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "timerkitTests", dependencies: ["timerkit"]),
+        .testTarget(name: "TimerKitDurableTests", dependencies: ["TimerKitDurable", "TimerKit", "TimerKitTesting"]),
         .testTarget(
             name: "AsyncAlgorithmsInteropTests",
             dependencies: [

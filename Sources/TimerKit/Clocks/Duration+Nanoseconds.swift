@@ -2,7 +2,7 @@ extension Duration {
     /// The duration in whole nanoseconds, or `nil` when that does not fit in 64 bits (C17).
     ///
     /// Sub-nanosecond parts are truncated toward zero.
-    var exactNanoseconds: Int64? {
+    package var exactNanoseconds: Int64? {
         if self == .zero { return 0 }  // the common tolerance, without 128-bit arithmetic
         let (seconds, attoseconds) = components
         let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
@@ -12,7 +12,7 @@ extension Duration {
     }
 
     /// The duration in whole nanoseconds, saturating at the ends of the 64-bit range.
-    var saturatingNanoseconds: Int64 {
+    package var saturatingNanoseconds: Int64 {
         exactNanoseconds ?? (self < .zero ? Int64.min : Int64.max)
     }
 }

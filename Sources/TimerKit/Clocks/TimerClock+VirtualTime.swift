@@ -40,3 +40,10 @@ extension TimerClock {
         engine.shutdown()
     }
 }
+
+extension TimerClock {
+    /// Where the tasks that TimerKit's modules start for this clock's work should run: a virtual
+    /// clock's executor, so that its async `advance` waits for them; `nil` (the global executor) for
+    /// the system clocks. For the package's own modules (`TimerKitDurable`).
+    package var taskExecutor: (any TaskExecutor)? { engine.taskExecutor }
+}

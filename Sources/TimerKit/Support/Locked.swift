@@ -11,7 +11,7 @@ import Darwin
 /// Not `Synchronization.Mutex`: ThreadSanitizer cannot see the fast path of the toolchain's
 /// `Mutex`, which lives in the uninstrumented standard library, and reports every access it guards
 /// as a race. A pthread mutex is intercepted by the sanitizer and costs the same uncontended.
-final class Locked<State>: @unchecked Sendable {
+package final class Locked<State>: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     /// Behind a pointer rather than in a `var`: the mutex already makes access exclusive, and a
     /// stored property would add the runtime's dynamic exclusivity check to every `withLock`.
@@ -20,7 +20,7 @@ final class Locked<State>: @unchecked Sendable {
     /// - Parameter padded: Give the mutex and the state cache lines of their own (128 bytes each at
     ///   least), so that locks taken on different cores at once never share a line — the engine's
     ///   shards.
-    init(_ state: State, padded: Bool = false) {
+    package init(_ state: State, padded: Bool = false) {
         if padded {
             mutex = UnsafeMutableRawPointer.allocate(byteCount: max(128, MemoryLayout<pthread_mutex_t>.size), alignment: 128)
                 .bindMemory(to: pthread_mutex_t.self, capacity: 1)
@@ -53,7 +53,7 @@ final class Locked<State>: @unchecked Sendable {
 
     /// Runs `body` with exclusive access to the state. Not reentrant.
     @inline(__always)
-    func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
+    package func withLock<Result, Failure: Error>(_ body: (inout State) throws(Failure) -> Result) throws(Failure) -> Result {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }
         return try body(&state.pointee)

@@ -1,0 +1,64 @@
+/// Why a durable-timer operation failed. Each case says what happened and what to do in its
+/// description; nothing stored is lost by any of them.
+public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The database could not be opened or created at the path (a missing folder, no permission).
+    case cannotOpen(path: String, reason: String)
+    /// The file is not a database, or is damaged. Restore it from a backup; TimerKit never rewrites
+    /// a file it cannot read.
+    case corrupt(path: String, reason: String)
+    /// Another connection held the database locked for longer than the busy timeout. Nothing was
+    /// written; the call can be retried.
+    case locked(reason: String)
+    /// The disk (or the database's size limit) is full. Nothing was written.
+    case full(reason: String)
+    /// Any other failure of the store, with its message.
+    case store(reason: String)
+    /// The clock is not a calendar clock: durable timers run on `TimerClock.wall` (or a virtual
+    /// clock whose time is read as nanoseconds since 1970).
+    case notACalendarClock(String)
+    /// A key or namespace that is empty, or longer than 512 bytes.
+    case invalidKey(String)
+    /// A schedule for a handler name that was never registered with this runner.
+    case unknownHandler(String)
+    /// `register` of a name that is already registered.
+    case handlerAlreadyRegistered(String)
+    /// A payload that does not encode to JSON, or a stored payload that does not decode as the
+    /// registered handler's type (the timer is parked as failed, never run with a wrong value).
+    case payload(key: String, reason: String)
+    /// A non-positive interval, a negative delay or window, a burst limit below 1, or a duration
+    /// whose nanoseconds overflow 64 bits.
+    case invalidDuration(String)
+    /// A calendar rule with a field out of range.
+    case invalidRule(String)
+    /// A schedule with ``DurableConflict/fail`` under a key that holds a timer.
+    case keyInUse(String)
+    /// No timer is stored under the key.
+    case notFound(String)
+    /// A claim's lease expired while its handler ran (the process was frozen, or the handler
+    /// outlived a renewal): another runner may have run the occurrence too (at-least-once), and this
+    /// runner's completion changed nothing.
+    case leaseLost(String)
+    /// The runner has shut down.
+    case shutDown
+
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let reason): "cannot open the durable-timer database at \(path): \(reason)"
+        case .corrupt(let path, let reason): "the durable-timer database at \(path) is not a database or is damaged (\(reason)); restore it from a backup"
+        case .locked(let reason): "the durable-timer database stayed locked by another connection past the busy timeout (\(reason)); nothing was written, try again"
+        case .full(let reason): "the disk holding the durable-timer database is full (\(reason)); nothing was written"
+        case .store(let reason): "the durable-timer store failed: \(reason)"
+        case .notACalendarClock(let kind): "durable timers need the wall clock or a virtual clock, not the \(kind) clock: their deadlines are calendar instants"
+        case .invalidKey(let key): "invalid durable-timer key or namespace '\(key)': it must be 1 to 512 bytes"
+        case .unknownHandler(let name): "no handler named '\(name)' is registered: register it before scheduling timers for it"
+        case .handlerAlreadyRegistered(let name): "a handler named '\(name)' is registered already"
+        case .payload(let key, let reason): "the payload of durable timer '\(key)' does not encode or decode: \(reason)"
+        case .invalidDuration(let reason): "invalid duration: \(reason)"
+        case .invalidRule(let reason): "invalid calendar rule: \(reason)"
+        case .keyInUse(let key): "a durable timer is stored under '\(key)' already"
+        case .notFound(let key): "no durable timer is stored under '\(key)'"
+        case .leaseLost(let key): "the lease on durable timer '\(key)' expired while its handler ran; another runner may have run it too (at-least-once)"
+        case .shutDown: "the durable-timer runner has shut down"
+        }
+    }
+}

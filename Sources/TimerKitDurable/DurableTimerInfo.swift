@@ -1,0 +1,42 @@
+import Foundation
+
+/// A stored durable timer, as ``DurableTimers/timer(key:)`` and ``DurableTimers/timers(_:)`` show it.
+public struct DurableTimerInfo: Sendable, Hashable {
+    /// Where a timer stands.
+    public enum State: Sendable, Hashable {
+        /// Waiting for its next occurrence (or for a retry after its handler threw).
+        case scheduled
+        /// Claimed by a runner whose lease has not expired: its handler is running, or the runner
+        /// died and the lease will expire.
+        case running
+        /// Its handler failed as often as ``DurableTimers/Options/maxAttempts`` allows, or its
+        /// payload cannot be decoded: parked with ``lastError`` until ``DurableTimers/retry(key:)``
+        /// or ``DurableTimers/cancel(key:)``.
+        case failed
+        /// No handler of its name is registered with this runner: it waits, untouched.
+        case orphaned
+    }
+
+    /// The key within the namespace.
+    public let key: String
+    /// The registered name of the handler that runs it.
+    public let handler: String
+    /// The occurrence it waits for (its grid deadline).
+    public let nextDeadline: Date
+    /// When it may next be claimed: the deadline, a retry's time, or a lease's expiry.
+    public let readyAt: Date
+    /// The repeat interval, if it repeats on a fixed grid.
+    public let interval: Duration?
+    /// The calendar rule, if it follows one.
+    public let rule: CalendarRule?
+    /// The misfire policy.
+    public let misfire: MisfirePolicy
+    /// How many fires have completed.
+    public let fireCount: Int64
+    /// Attempts at the current occurrence (0 before the first).
+    public let attempts: Int
+    /// The last error its handler threw, or why it was parked.
+    public let lastError: String?
+    /// Where it stands.
+    public let state: State
+}

@@ -1,0 +1,54 @@
+import Foundation
+
+extension DurableTimers {
+    /// How durable a write is before the call that made it returns.
+    public enum Durability: Sendable, Hashable {
+        /// On disk: survives a crash of the process and a power loss (`synchronous = FULL`). The
+        /// default.
+        case full
+        /// Survives a crash of the process; a power loss may lose the last moments' writes
+        /// (`synchronous = NORMAL` in WAL mode). Several times the throughput of single writes.
+        case normal
+    }
+
+    /// How a runner loads, claims, retries and spreads its timers. The defaults suit an app or a
+    /// server; tests shorten them.
+    public struct Options: Sendable {
+        /// How far ahead the runner loads timers into TimerKit's engine; it loads again halfway.
+        /// A timer scheduled through this runner inside the horizon is armed at once. One minute by
+        /// default.
+        public var horizon: Duration = .seconds(60)
+        /// How long a claim holds a timer before another runner may take it (after a crash, say).
+        /// Renewed every third of it while the handler runs. 30 seconds by default.
+        public var lease: Duration = .seconds(30)
+        /// Attempts at one occurrence before the timer is parked as failed. 5 by default.
+        public var maxAttempts = 5
+        /// The wait before the second attempt; it doubles with each attempt after, up to
+        /// ``maxRetryDelay``. One second by default.
+        public var retryDelay: Duration = .seconds(1)
+        /// The longest wait between attempts. Five minutes by default.
+        public var maxRetryDelay: Duration = .seconds(300)
+        /// The lateness that still counts as on time for ``MisfirePolicy/skip``. One second by
+        /// default.
+        public var grace: Duration = .seconds(1)
+        /// How many handlers run at once; more due timers wait for a turn. 16 by default.
+        public var maxConcurrentHandlers = 16
+        /// How many overdue timers per second the runner starts when it catches up (after a
+        /// restart): the overdue timers it loads are spread over `count / rate` seconds (at most a
+        /// minute), each at a fixed offset of its key, instead of all at once. 2,000 by default.
+        public var catchUpRate = 2_000
+        /// How long a write waits for another connection's lock before ``DurableTimerError/locked(reason:)``.
+        /// Five seconds by default.
+        public var busyTimeout: Duration = .seconds(5)
+        /// How durable each write is. ``Durability/full`` by default.
+        public var durability: Durability = .full
+        /// Told of failures the runner met on its own (a store error while firing, a lease lost to
+        /// another runner); it retries them. Prints to standard error by default.
+        public var onError: @Sendable (DurableTimerError) -> Void = { error in
+            FileHandle.standardError.write(Data("TimerKitDurable: \(error)\n".utf8))
+        }
+
+        /// The defaults.
+        public init() {}
+    }
+}

@@ -1,0 +1,384 @@
+import Dispatch
+import Foundation
+import TimerKit
+
+extension DurableTimers {
+    /// The in-memory half of a runner: the handlers, the timers armed in TimerKit's engine (those
+    /// due within the horizon), the runs under way and the slots they take.
+    ///
+    /// Decisions are made under one lock (``State``); callbacks are scheduled and cancelled, store
+    /// calls made and handlers run outside it. The store holds the truth: a timer armed here is only
+    /// a wake-up, and firing it starts with a claim in the store, which decides whether it runs.
+    final class Runner: Sendable {
+        typealias Handler = @Sendable (Data, DurableFire) async throws -> Void
+
+        /// A stored payload that does not decode as the registered handler's type.
+        struct PayloadDecodingFailed: Error {
+            let reason: String
+        }
+
+        struct Armed {
+            var callback: ScheduledCallback
+            /// The ready time it was armed for: a wake-up for an older ready time is stale.
+            var readyAt: Int64
+        }
+
+        struct State {
+            var handlers: [String: Handler] = [:]
+            var armed: [String: Armed] = [:]
+            /// Timers ready by this instant are armed (or being run); later ones are loaded later.
+            var loadedUntil: Int64 = .min
+            var refill: ScheduledCallback?
+            /// Runs under way in this process, by key.
+            var running: [String: Int] = [:]
+            var isStarted = false
+            var isStopped = false
+            /// Slots taken by runs (at most ``Options/maxConcurrentHandlers``) and the runs waiting
+            /// for one.
+            var slotsTaken = 0
+            var slotWaiters: [CheckedContinuation<Void, Never>] = []
+            /// Fire tasks started and not yet ended, and who waits for them to end.
+            var tasks = 0
+            var endWaiters: [CheckedContinuation<Void, Never>] = []
+            var stopWaiters: [CheckedContinuation<Void, Never>] = []
+        }
+
+        let state = Locked(State())
+        let options: Options
+        /// The most timers a refill arms; past it, it arms again when the last one loaded comes due.
+        static let maximumArmed = 1_000_000
+        /// Rows read from the store per query while loading the horizon.
+        static let pageSize = 5_000
+        /// Where lease renewals run: off the engine thread, one at a time.
+        static let renewalQueue = DispatchQueue(label: "TimerKitDurable lease renewals")
+
+        init(options: Options) {
+            self.options = options
+        }
+
+        // MARK: Handlers and lifecycle
+
+        func register(_ name: String, _ handler: @escaping Handler) throws(DurableTimerError) {
+            try state.withLock { (state) throws(DurableTimerError) in
+                guard state.handlers[name] == nil else { throw .handlerAlreadyRegistered(name) }
+                state.handlers[name] = handler
+            }
+        }
+
+        func handler(_ name: String) -> Handler? { state.withLock { $0.handlers[name] } }
+
+        var handlerNames: [String] { state.withLock { Array($0.handlers.keys).sorted() } }
+
+        var isStarted: Bool { state.withLock { $0.isStarted && !$0.isStopped } }
+
+        func isRunning(_ key: String) -> Bool { state.withLock { $0.running[key] != nil } }
+
+        /// Marks the runner started; `false` if it was already, or has stopped.
+        func markStarted() -> Bool {
+            state.withLock { state in
+                guard !state.isStarted, !state.isStopped else { return false }
+                state.isStarted = true
+                return true
+            }
+        }
+
+        /// Stops arming and firing; cancels every armed wake-up. Idempotent.
+        func stop() {
+            let (callbacks, waiters) = state.withLock { state -> ([ScheduledCallback], [CheckedContinuation<Void, Never>]) in
+                guard !state.isStopped else { return ([], []) }
+                state.isStopped = true
+                var callbacks = state.armed.values.map(\.callback)
+                if let refill = state.refill { callbacks.append(refill) }
+                state.armed = [:]
+                state.refill = nil
+                let waiters = state.stopWaiters + state.slotWaiters
+                state.stopWaiters = []
+                state.slotWaiters = []
+                return (callbacks, waiters)
+            }
+            for callback in callbacks { callback.cancel() }
+            for waiter in waiters { waiter.resume() }
+        }
+
+        func waitUntilStopped() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let stopped = state.withLock { state -> Bool in
+                    if state.isStopped { return true }
+                    state.stopWaiters.append(continuation)
+                    return false
+                }
+                if stopped { continuation.resume() }
+            }
+        }
+
+        func waitForRunsToEnd() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let done = state.withLock { state -> Bool in
+                    if state.tasks == 0 { return true }
+                    state.endWaiters.append(continuation)
+                    return false
+                }
+                if done { continuation.resume() }
+            }
+        }
+
+        // MARK: Arming
+
+        /// Arms a wake-up for `key` at `at` (for its ready time `readyAt`), replacing an older one.
+        private func arm(_ key: String, readyAt: Int64, at: Int64, timers: DurableTimers) {
+            let skip = state.withLock { state in state.isStopped || state.armed[key]?.readyAt == readyAt }
+            guard !skip else { return }
+            let instant = TimerInstant(kind: timers.clock.kind, nanoseconds: at)
+            guard
+                let callback = try? timers.clock.schedule(at: .at(instant), { [weak timers] in
+                    timers?.runner.woke(key, readyAt: readyAt, timers: timers)
+                })
+            else { return }  // the clock shut down
+            let replaced = state.withLock { state -> ScheduledCallback? in
+                guard !state.isStopped else { return callback }
+                if let current = state.armed[key], current.readyAt == readyAt { return callback }
+                let old = state.armed[key]?.callback
+                state.armed[key] = Armed(callback: callback, readyAt: readyAt)
+                return old
+            }
+            replaced?.cancel()
+        }
+
+        /// Arms a timer just written through this runner if it is ready within what is loaded.
+        func armIfLoaded(_ record: DurableTimerRecord, timers: DurableTimers) {
+            armIfLoaded(record.key, readyAt: record.readyAt, handler: record.handler, timers: timers)
+        }
+
+        private func armIfLoaded(_ key: String, readyAt: Int64, handler: String, timers: DurableTimers) {
+            let loaded = state.withLock { state in
+                state.isStarted && !state.isStopped && readyAt <= state.loadedUntil && state.handlers[handler] != nil
+            }
+            if loaded { arm(key, readyAt: readyAt, at: readyAt, timers: timers) }
+        }
+
+        /// Cancels the wake-up armed for `key`, if any.
+        func disarm(_ key: String) {
+            state.withLock { $0.armed.removeValue(forKey: key) }?.callback.cancel()
+        }
+
+        /// Loads every timer ready within the horizon and arms it; overdue ones (after downtime) are
+        /// spread over `count / catchUpRate` seconds, each at a fixed offset of its key. Then arms
+        /// the next refill, halfway through the horizon.
+        func refill(timers: DurableTimers) {
+            guard isStarted else { return }
+            let now = timers.now()
+            let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
+            var loaded: [DurableTimerRecord] = []
+            var cursor: DurableTimerCursor?
+            var truncated = false
+            do {
+                let names = handlerNames
+                while true {
+                    let page = try timers.store.ready(namespace: timers.namespace, by: until, handlers: names, after: cursor, limit: Self.pageSize)
+                    loaded += page
+                    guard page.count == Self.pageSize, let last = page.last else { break }
+                    cursor = DurableTimerCursor(readyAt: last.readyAt, key: last.key)
+                    if loaded.count >= Self.maximumArmed {
+                        truncated = true
+                        break
+                    }
+                }
+            } catch {
+                options.onError(error)
+                scheduleRefill(at: now.addingSaturating(options.retryDelay.saturatingNanoseconds), timers: timers)
+                return
+            }
+            let overdue = loaded.lazy.filter { $0.readyAt < now }.count
+            let spread = min(Int64(overdue) * 1_000_000_000 / Int64(options.catchUpRate), 60_000_000_000)
+            let loadedUntil = truncated ? loaded.last!.readyAt : until
+            state.withLock { $0.loadedUntil = max($0.loadedUntil, loadedUntil) }
+            for record in loaded {
+                let at = record.readyAt < now ? now + Self.offset(of: record.key, within: spread) : record.readyAt
+                arm(record.key, readyAt: record.readyAt, at: at, timers: timers)
+            }
+            let half = now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
+            scheduleRefill(at: truncated ? max(loadedUntil, now + 1_000_000) : half, timers: timers)
+        }
+
+        private func scheduleRefill(at instant: Int64, timers: DurableTimers) {
+            let callback = try? timers.clock.schedule(at: .at(TimerInstant(kind: timers.clock.kind, nanoseconds: instant))) { [weak timers] in
+                guard let timers else { return }
+                // Off the engine thread: a refill reads the store.
+                Task(executorPreference: timers.clock.taskExecutor) { timers.runner.refill(timers: timers) }
+            }
+            let old = state.withLock { state -> ScheduledCallback? in
+                guard !state.isStopped else { return callback }
+                defer { state.refill = callback }
+                return state.refill
+            }
+            old?.cancel()
+        }
+
+        /// A fixed offset in `[0, spread)` for a key (FNV-1a), so that a catch-up is spread the same
+        /// way each time it is loaded.
+        static func offset(of key: String, within spread: Int64) -> Int64 {
+            guard spread > 0 else { return 0 }
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in key.utf8 {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x100_0000_01b3
+            }
+            return Int64(hash % UInt64(spread))
+        }
+
+        // MARK: Firing
+
+        /// A wake-up armed for `key` came (on the engine thread): starts its run in a task.
+        private func woke(_ key: String, readyAt: Int64, timers: DurableTimers?) {
+            guard let timers else { return }
+            let go = state.withLock { state -> Bool in
+                if state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
+                guard !state.isStopped else { return false }
+                state.tasks += 1
+                return true
+            }
+            guard go else { return }
+            Task(executorPreference: timers.clock.taskExecutor) {
+                await self.run(key, manual: false, timers: timers)
+                self.taskEnded()
+            }
+        }
+
+        /// Starts a manual run (``DurableTimers/fire(key:)``).
+        func startManual(_ key: String, timers: DurableTimers) {
+            let go = state.withLock { state -> Bool in
+                guard !state.isStopped else { return false }
+                state.tasks += 1
+                return true
+            }
+            guard go else { return }
+            Task(executorPreference: timers.clock.taskExecutor) {
+                await self.run(key, manual: true, timers: timers)
+                self.taskEnded()
+            }
+        }
+
+        private func taskEnded() {
+            let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.tasks -= 1
+                guard state.tasks == 0 else { return [] }
+                defer { state.endWaiters = [] }
+                return state.endWaiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+
+        /// Claims the timer, runs its handler if its misfire policy says so, and ends the
+        /// occurrence in the store.
+        private func run(_ key: String, manual: Bool, timers: DurableTimers) async {
+            guard await takeSlot() else { return }
+            defer { giveSlot() }
+            let store = timers.store
+            let namespace = timers.namespace
+            let owner = timers.owner
+            let now = timers.now()
+            let leaseUntil = now.addingSaturating(options.lease.saturatingNanoseconds)
+            let claimed: DurableTimerRecord?
+            do {
+                claimed = try store.claim(namespace: namespace, key: key, owner: owner, now: now, leaseUntil: leaseUntil, early: manual)
+            } catch {
+                options.onError(error)
+                // Try again after a while; the store holds the timer meanwhile.
+                arm(key, readyAt: now, at: now.addingSaturating(options.retryDelay.saturatingNanoseconds), timers: timers)
+                return
+            }
+            guard let record = claimed else { return }  // not ready: run elsewhere, moved, or removed
+            guard let handler = handler(record.handler) else {
+                _ = try? store.release(namespace: namespace, key: key, owner: owner, sequence: record.sequence, readyAt: now)
+                return
+            }
+            let plan = manual ? OccurrencePlan.manual(record, now: now) : OccurrencePlan.make(record, now: now, grace: options.grace.saturatingNanoseconds)
+            var outcome = plan.next
+            if plan.fires {
+                let fire = DurableFire(
+                    namespace: namespace, key: key, scheduledDeadline: Date(nanosecondsSince1970: plan.scheduledDeadline), firedAt: Date(nanosecondsSince1970: now),
+                    deadlineCount: plan.deadlineCount, skippedDeadlineCount: plan.skippedCount, attempt: record.attempts, sequence: record.sequence)
+                state.withLock { $0.running[key, default: 0] += 1 }
+                let renewal = renewLease(of: record, timers: timers)
+                do {
+                    try await handler(record.payload, fire)
+                } catch let error as PayloadDecodingFailed {
+                    outcome = .park(error: "the payload does not decode as the handler's type: \(error.reason)")
+                } catch {
+                    if record.attempts >= options.maxAttempts {
+                        outcome = .park(error: "\(error)")
+                    } else {
+                        outcome = .retry(readyAt: timers.now().addingSaturating(retryDelay(after: record.attempts)), error: "\(error)")
+                    }
+                }
+                renewal?.invalidate()
+                state.withLock { state in
+                    state.running[key]! -= 1
+                    if state.running[key] == 0 { state.running[key] = nil }
+                }
+            }
+            do {
+                if try store.finish(namespace: namespace, key: key, owner: owner, sequence: record.sequence, outcome: outcome) {
+                    switch outcome {
+                    case .advance(let due, _, _): armIfLoaded(key, readyAt: due, handler: record.handler, timers: timers)
+                    case .retry(let readyAt, _): armIfLoaded(key, readyAt: readyAt, handler: record.handler, timers: timers)
+                    case .delete, .park: break
+                    }
+                } else if let current = try store.record(namespace: namespace, key: key), current.sequence == record.sequence {
+                    // Still the same occurrence, but another runner holds it: our lease expired.
+                    options.onError(.leaseLost(key))
+                }
+            } catch {
+                // The claim stays until its lease expires; then the occurrence runs again.
+                options.onError(error)
+                arm(key, readyAt: leaseUntil, at: leaseUntil, timers: timers)
+            }
+        }
+
+        /// Renews a claim's lease every third of it while its handler runs.
+        private func renewLease(of record: DurableTimerRecord, timers: DurableTimers) -> ScheduledTimer? {
+            let lease = options.lease.saturatingNanoseconds
+            let store = timers.store
+            let (namespace, key, owner, sequence) = (timers.namespace, record.key, timers.owner, record.sequence)
+            return try? ScheduledTimer.repeating(every: .nanoseconds(max(lease / 3, 1)), clock: timers.clock, delivery: .queue(Self.renewalQueue)) {
+                [weak timers] _, _ in
+                guard let timers else { return }
+                let leaseUntil = timers.now().addingSaturating(lease)
+                _ = try? store.renew(namespace: namespace, key: key, owner: owner, sequence: sequence, leaseUntil: leaseUntil)
+            }
+        }
+
+        /// The wait before attempt `attempts + 1`: ``Options/retryDelay`` doubled per attempt after
+        /// the first, at most ``Options/maxRetryDelay``.
+        func retryDelay(after attempts: Int) -> Int64 {
+            let base = options.retryDelay.saturatingNanoseconds
+            let shift = min(max(attempts - 1, 0), 40)
+            let (scaled, overflow) = base.multipliedReportingOverflow(by: 1 << Int64(shift))
+            return min(overflow ? .max : scaled, options.maxRetryDelay.saturatingNanoseconds)
+        }
+
+        private func takeSlot() async -> Bool {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let ready = state.withLock { state -> Bool in
+                    if state.isStopped || state.slotsTaken < options.maxConcurrentHandlers {
+                        state.slotsTaken += 1
+                        return true
+                    }
+                    state.slotWaiters.append(continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+            return !state.withLock { $0.isStopped }
+        }
+
+        private func giveSlot() {
+            let next = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if !state.slotWaiters.isEmpty { return state.slotWaiters.removeFirst() }  // the slot passes on
+                state.slotsTaken -= 1
+                return nil
+            }
+            next?.resume()
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+
+/// What claiming a timer at `now` means under its misfire policy: whether its handler runs, what
+/// the fire stands for, and where the timer goes next. A pure function of the stored record and
+/// the time, so that it is tested exactly, occurrence by occurrence.
+struct OccurrencePlan: Equatable {
+    /// Whether the handler runs.
+    var fires: Bool
+    /// The earliest occurrence the fire stands for.
+    var scheduledDeadline: Int64
+    /// How many occurrences the fire stands for.
+    var deadlineCount: Int
+    /// Occurrences skipped before the fire (carried ones included).
+    var skippedCount: Int
+    /// Where the timer goes once the fire (or its absence) is done.
+    var next: DurableTimerOutcome
+
+    /// The most occurrences counted one by one for a calendar rule (about 270 years of a daily rule);
+    /// past it, the rest count as one.
+    static let countLimit = 100_000
+
+    /// The plan for `record`, claimed at `now`, with `grace` as the lateness that still counts as on
+    /// time.
+    static func make(_ record: DurableTimerRecord, now: Int64, grace: Int64) -> OccurrencePlan {
+        let carried = record.skipped
+        // The occurrences that have come: [due … latest], n of them, and the first one after now.
+        var occurrences: [Int64] = []  // only for rules and windows; intervals use arithmetic
+        let n: Int
+        let latest: Int64
+        let following: Int64?
+        switch record.recurrence {
+        case .none:
+            n = 1
+            latest = record.due
+            following = nil
+        case .interval(let interval):
+            let elapsed = max(0, now - record.due)
+            n = Int(elapsed / interval) + 1
+            latest = record.due + Int64(n - 1) * interval
+            following = latest.addingReportingOverflow(interval).overflow ? nil : latest + interval
+        case .rule(let rule):
+            var current = record.due
+            occurrences.append(current)
+            var next = Self.nextOccurrence(of: rule, after: current)
+            while let candidate = next, candidate <= now, occurrences.count < countLimit {
+                current = candidate
+                occurrences.append(current)
+                next = Self.nextOccurrence(of: rule, after: current)
+            }
+            n = occurrences.count
+            latest = current
+            following = next
+        }
+        /// The k-th occurrence (0-based) since `due`.
+        func occurrence(_ k: Int) -> Int64 {
+            switch record.recurrence {
+            case .interval(let interval): record.due + Int64(k) * interval
+            default: occurrences.isEmpty ? record.due : occurrences[k]
+            }
+        }
+        /// The occurrence after the k-th (the timer's next due), or `nil` (a one-shot ends).
+        func after(_ k: Int) -> Int64? { k + 1 < n ? occurrence(k + 1) : following }
+        func then(_ due: Int64?, skipped: Int, fired: Bool) -> DurableTimerOutcome {
+            guard let due else { return .delete }
+            return .advance(due: due, skipped: skipped, fired: fired)
+        }
+
+        switch record.misfire {
+        case .once:
+            return OccurrencePlan(
+                fires: true, scheduledDeadline: record.due, deadlineCount: n, skippedCount: carried, next: then(following, skipped: 0, fired: true))
+        case .skip:
+            if now - latest <= grace {
+                return OccurrencePlan(
+                    fires: true, scheduledDeadline: latest, deadlineCount: 1, skippedCount: carried + n - 1, next: then(following, skipped: 0, fired: true))
+            }
+            return OccurrencePlan(fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0, next: then(following, skipped: carried + n, fired: false))
+        case .within(let window):
+            let oldest = now - window.saturatingNanoseconds
+            // The first occurrence inside the window.
+            var first = 0
+            switch record.recurrence {
+            case .interval(let interval):
+                if oldest > record.due { first = Int((oldest - record.due + interval - 1) / interval) }
+            default:
+                while first < n && occurrence(first) < oldest { first += 1 }
+            }
+            guard first < n else {
+                return OccurrencePlan(
+                    fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0, next: then(following, skipped: carried + n, fired: false))
+            }
+            return OccurrencePlan(
+                fires: true, scheduledDeadline: occurrence(first), deadlineCount: n - first, skippedCount: carried + first,
+                next: then(following, skipped: 0, fired: true))
+        case .all(let max):
+            let skip = Swift.max(0, n - max)
+            return OccurrencePlan(
+                fires: true, scheduledDeadline: occurrence(skip), deadlineCount: 1, skippedCount: carried + skip, next: then(after(skip), skipped: 0, fired: true))
+        }
+    }
+
+    /// A manual fire (``DurableTimers/fire(key:)``): stands for no occurrence; a one-shot ends, a
+    /// repeating timer keeps its next occurrence.
+    static func manual(_ record: DurableTimerRecord, now: Int64) -> OccurrencePlan {
+        let next: DurableTimerOutcome =
+            switch record.recurrence {
+            case .none: .delete
+            default: .advance(due: record.due, skipped: record.skipped, fired: true)
+            }
+        return OccurrencePlan(fires: true, scheduledDeadline: now, deadlineCount: 0, skippedCount: 0, next: next)
+    }
+
+    /// The rule's first occurrence after `nanoseconds` since 1970, in nanoseconds; `nil` if none.
+    static func nextOccurrence(of rule: CalendarRule, after nanoseconds: Int64) -> Int64? {
+        guard let date = rule.nextOccurrence(after: Date(nanosecondsSince1970: nanoseconds)) else { return nil }
+        return date.nanosecondsSince1970
+    }
+}
+
+extension Date {
+    /// The instant `nanoseconds` after 1970-01-01 00:00 UTC.
+    init(nanosecondsSince1970 nanoseconds: Int64) {
+        self.init(timeIntervalSince1970: TimeInterval(nanoseconds / 1_000_000_000) + TimeInterval(nanoseconds % 1_000_000_000) / 1e9)
+    }
+
+    /// Nanoseconds since 1970-01-01 00:00 UTC, rounded up to the next whole nanosecond (so that a
+    /// deadline read from a `Date` is never earlier than the `Date`), saturating.
+    var nanosecondsSince1970: Int64 {
+        let seconds = timeIntervalSince1970.rounded(.down)
+        guard seconds > -9.2e9, seconds < 9.2e9 else { return seconds < 0 ? .min : .max }
+        let fraction = ((timeIntervalSince1970 - seconds) * 1e9).rounded(.up)
+        return Int64(seconds) * 1_000_000_000 + Int64(fraction)
+    }
+}

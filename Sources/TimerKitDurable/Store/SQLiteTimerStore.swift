@@ -1,0 +1,311 @@
+import Foundation
+import GRDB
+
+/// Durable timers in one SQLite file (through GRDB): the embedded default store.
+///
+/// One table, keyed by (namespace, key), with an index on (namespace, parked, ready time) that
+/// serves both the runner's horizon and its claims. The file is in WAL mode, so readers (listing
+/// timers) never wait for the runner's writes; every write is one `BEGIN IMMEDIATE` transaction, so
+/// two processes on one file serialize instead of deadlocking, and wait for each other up to the
+/// busy timeout before ``DurableTimerError/locked(reason:)``.
+///
+/// Durability: with ``DurableTimers/Durability/full`` (the default) a schedule that returned is on
+/// disk (`synchronous = FULL`); ``DurableTimers/Durability/normal`` survives a crash of the process
+/// but may lose the last writes on a power loss, for several times the throughput.
+final class SQLiteTimerStore: DurableTimerStore {
+    private let database: DatabaseQueue
+    let path: String
+
+    init(path: String, busyTimeout: Duration, durability: DurableTimers.Durability) throws(DurableTimerError) {
+        self.path = path
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(TimeInterval(busyTimeout.saturatingNanoseconds) / 1e9)
+        configuration.journalMode = .wal
+        let synchronous = durability == .full ? "FULL" : "NORMAL"
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do {
+            database = try DatabaseQueue(path: path, configuration: configuration)
+            try database.write { db in try Self.migrate(db) }
+        } catch {
+            throw Self.mapped(error, path: path, opening: true)
+        }
+    }
+
+    private static func migrate(_ db: Database) throws {
+        try db.execute(
+            sql: """
+                CREATE TABLE IF NOT EXISTS timerkit_timers (
+                    namespace TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    handler TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    interval_ns INTEGER,
+                    rule TEXT,
+                    misfire TEXT NOT NULL,
+                    due_ns INTEGER NOT NULL,
+                    ready_at_ns INTEGER NOT NULL,
+                    sequence INTEGER NOT NULL,
+                    fire_count INTEGER NOT NULL DEFAULT 0,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    skipped INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    parked INTEGER NOT NULL DEFAULT 0,
+                    owner TEXT,
+                    lease_until_ns INTEGER,
+                    PRIMARY KEY (namespace, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX IF NOT EXISTS timerkit_timers_ready ON timerkit_timers (namespace, parked, ready_at_ns, key);
+                CREATE TABLE IF NOT EXISTS timerkit_sequence (id INTEGER PRIMARY KEY CHECK (id = 0), next INTEGER NOT NULL);
+                INSERT OR IGNORE INTO timerkit_sequence (id, next) VALUES (0, 1);
+                """)
+    }
+
+    // MARK: Writing
+
+    func put(_ record: DurableTimerRecord, conflict: DurableConflict) throws(DurableTimerError) -> Bool {
+        try write { db in try Self.put(record, conflict: conflict, db) }
+    }
+
+    func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) throws(DurableTimerError) -> Int {
+        try write { db in
+            var stored = 0
+            for record in records where try Self.put(record, conflict: conflict, db) { stored += 1 }
+            return stored
+        }
+    }
+
+    private static func put(_ record: DurableTimerRecord, conflict: DurableConflict, _ db: Database) throws -> Bool {
+        if conflict != .replace,
+            try Bool.fetchOne(db, sql: "SELECT 1 FROM timerkit_timers WHERE namespace = ? AND key = ?", arguments: [record.namespace, record.key]) != nil
+        {
+            if conflict == .keep { return false }
+            throw DurableTimerError.keyInUse(record.key)
+        }
+        let (interval, rule) = StoredForms.columns(record.recurrence)
+        try db.execute(
+            sql: """
+                INSERT OR REPLACE INTO timerkit_timers
+                    (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence,
+                     fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, 0, NULL, NULL)
+                """,
+            arguments: [
+                record.namespace, record.key, record.handler, record.payload, interval, rule, StoredForms.misfire(record.misfire), record.due,
+                record.readyAt, try nextSequence(db),
+            ])
+        return true
+    }
+
+    /// A sequence number unique in the file: every occurrence gets its own, also when a key is
+    /// removed and used again, so that an idempotency key never repeats.
+    private static func nextSequence(_ db: Database) throws -> Int64 {
+        guard let value = try Int64.fetchOne(db, sql: "UPDATE timerkit_sequence SET next = next + 1 WHERE id = 0 RETURNING next - 1") else {
+            throw DurableTimerError.store(reason: "the sequence table is empty")
+        }
+        return value
+    }
+
+    func delete(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord? {
+        try write { db in
+            try Row.fetchOne(db, sql: "DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", arguments: [namespace, key]).map(Self.record)
+        }
+    }
+
+    func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) throws(DurableTimerError) -> DurableTimerRecord? {
+        try write { db in
+            let ready = early ? "(owner IS NULL OR lease_until_ns <= ?)" : "ready_at_ns <= ?"
+            return try Row.fetchOne(
+                db,
+                sql: """
+                    UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
+                    WHERE namespace = ? AND key = ? AND parked = 0 AND \(ready)
+                    RETURNING *
+                    """,
+                arguments: [owner, leaseUntil, leaseUntil, namespace, key, now]
+            ).map(Self.record)
+        }
+    }
+
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) throws(DurableTimerError) -> Bool {
+        try write { db in
+            let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"
+            let fenceArguments: StatementArguments = [namespace, key, owner, sequence]
+            switch outcome {
+            case .delete:
+                try db.execute(sql: "DELETE FROM timerkit_timers WHERE \(fence)", arguments: fenceArguments)
+            case .advance(let due, let skipped, let fired):
+                try db.execute(
+                    sql: """
+                        UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, skipped = ?, fire_count = fire_count + ?,
+                            attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
+                        WHERE \(fence)
+                        """,
+                    arguments: [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
+            case .retry(let readyAt, let error):
+                try db.execute(
+                    sql: "UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
+                    arguments: [readyAt, error] + fenceArguments)
+            case .park(let error):
+                try db.execute(
+                    sql: "UPDATE timerkit_timers SET parked = 1, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
+                    arguments: [error] + fenceArguments)
+            }
+            return db.changesCount > 0
+        }
+    }
+
+    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) throws(DurableTimerError) -> Bool {
+        try write { db in
+            try db.execute(
+                sql: "UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
+                arguments: [leaseUntil, leaseUntil, namespace, key, owner, sequence])
+            return db.changesCount > 0
+        }
+    }
+
+    func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) throws(DurableTimerError) -> Bool {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE timerkit_timers SET ready_at_ns = ?, attempts = max(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
+                    WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?
+                    """,
+                arguments: [readyAt, namespace, key, owner, sequence])
+            return db.changesCount > 0
+        }
+    }
+
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64) throws(DurableTimerError) -> DurableTimerRecord? {
+        try write { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
+                    WHERE namespace = ? AND key = ? AND owner IS NULL
+                    RETURNING *
+                    """,
+                arguments: [due, readyAt, try Self.nextSequence(db), namespace, key]
+            ).map(Self.record)
+        }
+    }
+
+    // MARK: Reading
+
+    func record(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord? {
+        try read { db in
+            try Row.fetchOne(db, sql: "SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", arguments: [namespace, key]).map(Self.record)
+        }
+    }
+
+    func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError) -> [DurableTimerRecord] {
+        try read { db in
+            let (condition, arguments) = Self.after(cursor)
+            return try Row.fetchAll(
+                db,
+                sql: "SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?",
+                arguments: [namespace] + arguments + [limit]
+            ).map(Self.record)
+        }
+    }
+
+    func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError)
+        -> [DurableTimerRecord]
+    {
+        guard !handlers.isEmpty else { return [] }
+        return try read { db in
+            let (condition, arguments) = Self.after(cursor)
+            let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
+            return try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT * FROM timerkit_timers
+                    WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
+                    ORDER BY ready_at_ns, key LIMIT ?
+                    """,
+                arguments: [namespace, by] + arguments + StatementArguments(handlers) + [limit]
+            ).map(Self.record)
+        }
+    }
+
+    func orphans(namespace: String, handlers: [String], limit: Int) throws(DurableTimerError) -> [DurableTimerRecord] {
+        try read { db in
+            let names = handlers.isEmpty ? "" : "AND handler NOT IN (\(Array(repeating: "?", count: handlers.count).joined(separator: ", ")))"
+            return try Row.fetchAll(
+                db, sql: "SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?",
+                arguments: [namespace] + StatementArguments(handlers) + [limit]
+            ).map(Self.record)
+        }
+    }
+
+    func count(namespace: String) throws(DurableTimerError) -> Int {
+        try read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM timerkit_timers WHERE namespace = ?", arguments: [namespace]) ?? 0 }
+    }
+
+    // MARK: Plumbing
+
+    private static func after(_ cursor: DurableTimerCursor?) -> (String, StatementArguments) {
+        guard let cursor else { return ("", []) }
+        return ("AND (ready_at_ns > ? OR (ready_at_ns = ? AND key > ?))", [cursor.readyAt, cursor.readyAt, cursor.key])
+    }
+
+    private static func record(_ row: Row) throws -> DurableTimerRecord {
+        let key: String = row["key"]
+        guard let misfire = StoredForms.misfire(from: row["misfire"]) else {
+            throw DurableTimerError.store(reason: "timer '\(key)' has an unknown misfire policy '\(row["misfire"] as String)'")
+        }
+        guard let recurrence = StoredForms.recurrence(interval: row["interval_ns"], rule: row["rule"]) else {
+            throw DurableTimerError.store(reason: "timer '\(key)' has a calendar rule this version cannot read")
+        }
+        var record = DurableTimerRecord(
+            namespace: row["namespace"], key: key, handler: row["handler"], payload: row["payload"], recurrence: recurrence, misfire: misfire, due: row["due_ns"])
+        record.readyAt = row["ready_at_ns"]
+        record.sequence = row["sequence"]
+        record.fireCount = row["fire_count"]
+        record.attempts = row["attempts"]
+        record.skipped = row["skipped"]
+        record.lastError = row["last_error"]
+        record.isParked = (row["parked"] as Int) != 0
+        record.owner = row["owner"]
+        record.leaseUntil = row["lease_until_ns"]
+        return record
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws(DurableTimerError) -> T {
+        do {
+            return try database.writeWithoutTransaction { db in
+                var result: T?
+                try db.inTransaction(.immediate) {
+                    result = try body(db)
+                    return .commit
+                }
+                return result!
+            }
+        } catch {
+            throw Self.mapped(error, path: path, opening: false)
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws(DurableTimerError) -> T {
+        do {
+            return try database.read(body)
+        } catch {
+            throw Self.mapped(error, path: path, opening: false)
+        }
+    }
+
+    /// A store failure as a ``DurableTimerError``.
+    static func mapped(_ error: any Error, path: String, opening: Bool) -> DurableTimerError {
+        if let error = error as? DurableTimerError { return error }
+        guard let error = error as? DatabaseError else { return .store(reason: "\(error)") }
+        let reason = error.message ?? "\(error.resultCode)"
+        switch error.resultCode.primaryResultCode {
+        case .SQLITE_BUSY, .SQLITE_LOCKED: return .locked(reason: reason)
+        case .SQLITE_CORRUPT, .SQLITE_NOTADB: return .corrupt(path: path, reason: reason)
+        case .SQLITE_FULL: return .full(reason: reason)
+        case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH: return .cannotOpen(path: path, reason: reason)
+        default: return opening ? .cannotOpen(path: path, reason: reason) : .store(reason: reason)
+        }
+    }
+}

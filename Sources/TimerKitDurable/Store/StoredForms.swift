@@ -1,0 +1,41 @@
+import Foundation
+import TimerKit
+
+/// How recurrences and misfire policies are written in a store's columns: short, stable text, so
+/// that a row written by one version of TimerKit reads in the next.
+enum StoredForms {
+    static func misfire(_ policy: MisfirePolicy) -> String {
+        switch policy {
+        case .once: "once"
+        case .skip: "skip"
+        case .all(let max): "all:\(max)"
+        case .within(let window): "within:\(window.saturatingNanoseconds)"
+        }
+    }
+
+    static func misfire(from text: String) -> MisfirePolicy? {
+        if text == "once" { return .once }
+        if text == "skip" { return .skip }
+        if text.hasPrefix("all:"), let max = Int(text.dropFirst(4)) { return .all(max: max) }
+        if text.hasPrefix("within:"), let nanoseconds = Int64(text.dropFirst(7)) { return .within(.nanoseconds(nanoseconds)) }
+        return nil
+    }
+
+    /// (interval nanoseconds, rule JSON) columns of a recurrence.
+    static func columns(_ recurrence: DurableTimerRecord.Recurrence) -> (interval: Int64?, rule: String?) {
+        switch recurrence {
+        case .none: (nil, nil)
+        case .interval(let nanoseconds): (nanoseconds, nil)
+        case .rule(let rule): (nil, (try? JSONEncoder().encode(rule)).flatMap { String(data: $0, encoding: .utf8) })
+        }
+    }
+
+    static func recurrence(interval: Int64?, rule: String?) -> DurableTimerRecord.Recurrence? {
+        if let interval { return .interval(interval) }
+        if let rule {
+            guard let data = rule.data(using: .utf8), let decoded = try? JSONDecoder().decode(CalendarRule.self, from: data) else { return nil }
+            return .rule(decoded)
+        }
+        return DurableTimerRecord.Recurrence.none
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+@testable import TimerKit
+@testable import TimerKitDurable
+import TimerKitTesting
+
+/// A fresh SQLite file in a temporary folder of its own, removed with the folder.
+final class TemporaryDatabase: Sendable {
+    let folder: URL
+    var path: String { folder.appendingPathComponent("timers.sqlite").path }
+
+    init() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("timerkit-durable-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+    }
+
+    deinit { try? FileManager.default.removeItem(at: folder) }
+}
+
+/// 2026-11-25 00:00:00 UTC, in nanoseconds since 1970: where the tests' virtual clocks start, so
+/// that their readings are calendar instants.
+let epoch: Int64 = 1_795_564_800 * 1_000_000_000
+
+func makeVirtualClock() -> VirtualClock { VirtualClock(start: .nanoseconds(epoch)) }
+
+/// Options for exact tests: no catch-up spread, short retries.
+func exactOptions(_ change: (inout DurableTimers.Options) -> Void = { _ in }) -> DurableTimers.Options {
+    var options = DurableTimers.Options()
+    options.catchUpRate = .max
+    options.retryDelay = .seconds(1)
+    options.maxRetryDelay = .seconds(8)
+    options.horizon = .seconds(60)
+    options.lease = .seconds(30)
+    options.onError = { _ in }
+    change(&options)
+    return options
+}
+
+/// The instant `seconds` after the tests' epoch.
+func at(_ seconds: Double) -> Date { Date(nanosecondsSince1970: epoch + Int64(seconds * 1e9)) }
+
+/// Seconds since the tests' epoch.
+func seconds(_ date: Date) -> Double { Double(date.nanosecondsSince1970 - epoch) / 1e9 }
+
+/// What handlers saw, in order.
+final class FireLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var fires: [(payload: String, fire: DurableFire)] = []
+
+    func append(_ payload: String, _ fire: DurableFire) { lock.withLock { fires.append((payload, fire)) } }
+    var all: [(payload: String, fire: DurableFire)] { lock.withLock { fires } }
+    var count: Int { lock.withLock { fires.count } }
+}
+
+struct Note: Codable, Sendable, Equatable {
+    var text: String
+}
+
+/// A seeded generator (SplitMix64), so that a random test repeats exactly.
+struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}
