@@ -1,0 +1,327 @@
+import Foundation
+import Testing
+@testable import TimerKit
+@testable import TimerKitDurable
+import TimerKitTesting
+
+/// Durable timers on a virtual clock and a real SQLite file: exact, deadline by deadline.
+@Suite("Durable timers")
+struct DurableTimersTests {
+    /// A runner on `database`, with a "note" handler that records what it sees.
+    func runner(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options = exactOptions()) throws -> DurableTimers {
+        let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: options)
+        try timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        return timers
+    }
+
+    @Test("C2: a one-shot fires at its deadline, exactly, once; then it is removed")
+    func oneShot() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let timers = try runner(database, virtual, log: log)
+        timers.start()
+        try timers.schedule(key: "reminder", at: at(30), handler: "note", payload: Note(text: "call back"))
+        await virtual.advance(by: .seconds(29))
+        #expect(log.count == 0)
+        await virtual.advance(by: .seconds(1))
+        let fire = try #require(log.all.first)
+        #expect(log.count == 1 && fire.payload == "call back")
+        #expect(seconds(fire.fire.scheduledDeadline) == 30 && fire.fire.lateness == .zero && fire.fire.attempt == 1 && fire.fire.deadlineCount == 1)
+        #expect(try timers.timer(key: "reminder") == nil)
+        await virtual.advance(by: .seconds(100))
+        #expect(log.count == 1)
+        await timers.shutdown()
+    }
+
+    @Test("No polling: a timer scheduled inside the horizon is armed at once, and one beyond it is loaded by a refill in time")
+    func horizon() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let timers = try runner(database, virtual, log: log, options: exactOptions { $0.horizon = .seconds(10) })
+        timers.start()
+        try timers.schedule(key: "soon", after: .milliseconds(1_500), handler: "note", payload: Note(text: "soon"))
+        try timers.schedule(key: "later", at: at(95), handler: "note", payload: Note(text: "later"))
+        await virtual.advance(by: .milliseconds(1_500))
+        #expect(log.all.map(\.payload) == ["soon"])
+        await virtual.advance(to: virtual.now.advanced(by: .milliseconds(93_500)))
+        #expect(log.all.map(\.payload) == ["soon", "later"])
+        #expect(seconds(log.all[1].fire.firedAt) == 95)
+        await timers.shutdown()
+    }
+
+    @Test("C4: a repeating timer keeps its grid across a restart: first + k·interval, whatever the restart's timing")
+    func gridAcrossRestart() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let first = try runner(database, virtual, log: log)
+        first.start()
+        try first.schedule(key: "tick", every: .seconds(10), first: at(10), handler: "note", payload: Note(text: "tick"))
+        await virtual.advance(by: .seconds(25))
+        await first.shutdown()
+        // Restarted 2 s later, before the next occurrence (30 s): nothing was missed.
+        await virtual.advance(by: .seconds(2))
+        let second = try runner(database, virtual, log: log)
+        second.start()
+        await virtual.advance(to: virtual.now.advanced(by: .seconds(23)))
+        #expect(log.all.map { seconds($0.fire.scheduledDeadline) } == [10, 20, 30, 40, 50])
+        #expect(log.all.allSatisfy { $0.fire.lateness == .zero && $0.fire.deadlineCount == 1 })
+        #expect(try second.timer(key: "tick")?.fireCount == 5)
+        await second.shutdown()
+    }
+
+    @Test("C5 after downtime, per timer: once fires one for all missed, skip fires none and counts them, all(max:) fires the latest max, within(window) the recent ones")
+    func misfireAfterDowntime() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let first = try runner(database, virtual, log: log)
+        for (key, policy) in [("once", MisfirePolicy.once), ("skip", .skip), ("all", .all(max: 3)), ("within", .within(.seconds(25)))] {
+            try first.schedule(key: key, every: .seconds(10), first: at(10), handler: "note", payload: Note(text: key), misfire: policy)
+        }
+        await first.shutdown()
+        // Down for 65 s: the occurrences at 10 … 60 (six of them) were missed.
+        await virtual.advance(by: .seconds(65))
+        let second = try runner(database, virtual, log: log)
+        second.start()
+        await virtual.advance(by: .zero)
+        let fires = Dictionary(grouping: log.all, by: \.payload)
+        let once = try #require(fires["once"]?.first?.fire)
+        #expect(fires["once"]?.count == 1 && seconds(once.scheduledDeadline) == 10 && once.deadlineCount == 6 && once.lateness == .seconds(55))
+        #expect(fires["skip"] == nil)
+        #expect(fires["all"]?.map { seconds($0.fire.scheduledDeadline) } == [40, 50, 60])
+        #expect(fires["all"]?.map(\.fire.skippedDeadlineCount) == [3, 0, 0])
+        let within = try #require(fires["within"]?.first?.fire)
+        #expect(fires["within"]?.count == 1 && seconds(within.scheduledDeadline) == 40 && within.deadlineCount == 3 && within.skippedDeadlineCount == 3)
+        // Then every timer is back on its grid; skip's next fire counts the six it skipped.
+        await virtual.advance(by: .seconds(5))
+        let at70 = log.all.filter { seconds($0.fire.scheduledDeadline) == 70 }
+        #expect(Set(at70.map(\.payload)) == ["once", "skip", "all", "within"])
+        #expect(at70.first { $0.payload == "skip" }?.fire.skippedDeadlineCount == 6)
+        await second.shutdown()
+    }
+
+    @Test("Catch-up is spread: after downtime, 2,000 overdue timers start over count ÷ catchUpRate seconds, none lost")
+    func catchUpIsSpread() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let options = exactOptions {
+            $0.catchUpRate = 1_000
+            $0.maxConcurrentHandlers = 4
+        }
+        let first = try runner(database, virtual, log: log, options: options)
+        let stored = try first.schedule((0..<2_000).map { (key: "t\($0)", at: at(1), payload: Note(text: "\($0)")) }, handler: "note")
+        #expect(stored == 2_000)
+        await first.shutdown()
+        await virtual.advance(by: .seconds(100))
+        let second = try runner(database, virtual, log: log, options: options)
+        second.start()
+        await virtual.advance(by: .zero)
+        #expect(log.count < 10, "not all at once")
+        await virtual.advance(by: .seconds(1))
+        #expect(log.count > 800 && log.count < 1_200, "about half within the first second of two")
+        await virtual.advance(by: .seconds(1))
+        #expect(log.count == 2_000 && Set(log.all.map(\.payload)).count == 2_000)
+        #expect(try second.count() == 0)
+        await second.shutdown()
+    }
+
+    @Test("At least once: a handler that throws is retried with a doubling delay and the same idempotency key, then parked as failed with its error; retry(key:) schedules it again")
+    func retriesThenParks() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let attempts = FireLog()
+        let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions { $0.maxAttempts = 3 })
+        struct Failure: Error, CustomStringConvertible { var description: String { "the payment service said no" } }
+        try timers.register("charge", payload: Note.self) { note, fire in
+            attempts.append(note.text, fire)
+            throw Failure()
+        }
+        timers.start()
+        try timers.schedule(key: "invoice/7", at: at(10), handler: "charge", payload: Note(text: "7"))
+        await virtual.advance(by: .seconds(10))
+        await virtual.advance(by: .seconds(1))  // attempt 2, one second later
+        await virtual.advance(by: .seconds(2))  // attempt 3, two seconds after that
+        await virtual.advance(by: .seconds(60))
+        #expect(attempts.all.map(\.fire.attempt) == [1, 2, 3])
+        #expect(attempts.all.map { seconds($0.fire.firedAt) } == [10, 11, 13])
+        #expect(Set(attempts.all.map(\.fire.idempotencyKey)).count == 1)
+        let parked = try #require(try timers.timer(key: "invoice/7"))
+        #expect(parked.state == .failed && parked.lastError == "the payment service said no" && parked.attempts == 3)
+        try timers.retry(key: "invoice/7")
+        await virtual.advance(by: .zero)
+        #expect(attempts.count == 4 && attempts.all.last?.fire.attempt == 1)
+        await timers.shutdown()
+    }
+
+    @Test("A timer whose handler is not registered waits as an orphan, untouched; registering the handler runs it")
+    func orphansWait() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let writer = try runner(database, virtual, log: log)
+        try writer.register("sale.end", payload: Note.self) { _, _ in }
+        try writer.schedule(key: "sale/42", at: at(5), handler: "sale.end", payload: Note(text: "42"))
+        await writer.shutdown()
+        let reader = try runner(database, virtual, log: log)
+        reader.start()
+        await virtual.advance(by: .seconds(60))
+        #expect(log.count == 0)
+        let orphans = try reader.orphans()
+        #expect(orphans.map(\.key) == ["sale/42"] && orphans.first?.state == .orphaned)
+        try reader.register("sale.end", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        await virtual.advance(by: .zero)
+        #expect(log.all.map(\.payload) == ["42"] && log.all.first?.fire.lateness == .seconds(55))
+        #expect(try reader.orphans().isEmpty)
+        await reader.shutdown()
+    }
+
+    @Test("A stored payload that does not decode as the handler's type parks the timer with the reason; the handler never runs with a wrong value")
+    func payloadThatDoesNotDecode() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let writer = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
+        try writer.register("count", payload: String.self) { _, _ in }
+        try writer.schedule(key: "c", at: at(1), handler: "count", payload: "not a number")
+        await writer.shutdown()
+        let ran = FireLog()
+        let reader = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
+        try reader.register("count", payload: Int.self) { value, fire in ran.append("\(value)", fire) }
+        reader.start()
+        await virtual.advance(by: .seconds(5))
+        #expect(ran.count == 0)
+        let parked = try #require(try reader.timer(key: "c"))
+        #expect(parked.state == .failed && parked.lastError?.hasPrefix("the payload does not decode as the handler's type") == true)
+        await reader.shutdown()
+    }
+
+    @Test("A claim whose runner died is taken over once its lease expires: the handler runs again with attempt 2 and the same idempotency key")
+    func leaseExpiryAfterACrash() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let timers = try runner(database, virtual, log: log, options: exactOptions { $0.lease = .seconds(30) })
+        try timers.schedule(key: "k", at: at(10), handler: "note", payload: Note(text: "x"))
+        // Another runner claimed it at 10 s and died without finishing.
+        await virtual.advance(by: .seconds(10))
+        let claimed = try #require(try timers.store.claim(namespace: "default", key: "k", owner: "dead", now: epoch + 10_000_000_000, leaseUntil: epoch + 40_000_000_000, early: false))
+        #expect(try timers.timer(key: "k")?.state == .running)
+        timers.start()
+        await virtual.advance(by: .seconds(29))
+        #expect(log.count == 0, "the lease holds")
+        await virtual.advance(by: .seconds(1))
+        let fire = try #require(log.all.first?.fire)
+        #expect(log.count == 1 && fire.attempt == 2 && fire.sequence == claimed.sequence && seconds(fire.firedAt) == 40)
+        // The dead runner, back, cannot complete what it no longer holds.
+        #expect(try !timers.store.finish(namespace: "default", key: "k", owner: "dead", sequence: claimed.sequence, outcome: .delete))
+        await timers.shutdown()
+    }
+
+    @Test("Schedule by key: replace, keep and fail under a key in use; cancel says what it found; reschedule and postpone move the next occurrence; fire(key:) runs it now, a one-shot then ends")
+    func keys() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let timers = try runner(database, virtual, log: log)
+        timers.start()
+        #expect(try timers.schedule(key: "a", at: at(10), handler: "note", payload: Note(text: "first")))
+        #expect(try !timers.schedule(key: "a", at: at(20), handler: "note", payload: Note(text: "kept out"), ifExists: .keep))
+        #expect(throws: DurableTimerError.keyInUse("a")) {
+            try timers.schedule(key: "a", at: at(20), handler: "note", payload: Note(text: "refused"), ifExists: .fail)
+        }
+        #expect(try timers.schedule(key: "a", at: at(15), handler: "note", payload: Note(text: "replacement")))
+        try timers.postpone(key: "a", by: .seconds(5))
+        #expect(try timers.timer(key: "a").map { seconds($0.nextDeadline) } == 20)
+        try timers.schedule(key: "b", at: at(12), handler: "note", payload: Note(text: "b"))
+        try timers.reschedule(key: "b", at: at(30))
+        try timers.schedule(key: "c", at: at(50), handler: "note", payload: Note(text: "c"))
+        #expect(try timers.cancel(key: "c") == .cancelled)
+        #expect(try timers.cancel(key: "c") == .notFound)
+        try timers.schedule(key: "d", every: .seconds(100), first: at(100), handler: "note", payload: Note(text: "d"))
+        #expect(try timers.fire(key: "d"))
+        #expect(try !timers.fire(key: "nothing"))
+        await virtual.advance(by: .seconds(60))
+        #expect(log.all.map(\.payload) == ["d", "replacement", "b"])
+        #expect(log.all.map { seconds($0.fire.firedAt) } == [0, 20, 30])
+        #expect(log.all[0].fire.isManual)
+        #expect(try timers.timer(key: "d").map { seconds($0.nextDeadline) } == 100, "a manual fire keeps the grid")
+        await timers.shutdown()
+    }
+
+    @Test("Namespaces share a file without seeing each other's timers")
+    func namespaces() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let shop = try DurableTimers(path: database.path, namespace: "shop", clock: virtual.clock, options: exactOptions())
+        let mail = try DurableTimers(path: database.path, namespace: "mail", clock: virtual.clock, options: exactOptions())
+        for timers in [shop, mail] { try timers.register("note", payload: Note.self) { _, _ in } }
+        try shop.schedule(key: "k", at: at(1), handler: "note", payload: Note(text: "shop"))
+        try mail.schedule(key: "k", at: at(2), handler: "note", payload: Note(text: "mail"))
+        #expect(try shop.timers().map { seconds($0.nextDeadline) } == [1])
+        #expect(try mail.timers().map { seconds($0.nextDeadline) } == [2])
+        #expect(try shop.cancel(key: "k") == .cancelled && mail.count() == 1)
+    }
+
+    @Test("A graceful shutdown lets the handler under way finish and complete its timer; nothing new starts")
+    func gracefulShutdown() async throws {
+        let database = try TemporaryDatabase()
+        let log = FireLog()
+        let timers = try DurableTimers(path: database.path, options: exactOptions())
+        let release = AsyncGate()
+        try timers.register("slow", payload: Note.self) { note, fire in
+            await release.wait()
+            log.append(note.text, fire)
+        }
+        timers.start()
+        try timers.schedule(key: "slow", after: .zero, handler: "slow", payload: Note(text: "slow"))
+        try timers.schedule(key: "never", after: .seconds(3600), handler: "slow", payload: Note(text: "never"))
+        #expect(await eventually { timers.runner.isRunning("slow") })
+        let shutdown = Task { await timers.shutdown() }
+        try await Task.sleep(for: .milliseconds(50))
+        release.open()
+        await shutdown.value
+        #expect(log.all.map(\.payload) == ["slow"])
+        #expect(try timers.timer(key: "slow") == nil, "completed before shutdown returned")
+        #expect(try timers.timer(key: "never") != nil)
+    }
+}
+
+/// A gate that tasks wait at until it is opened.
+final class AsyncGate: @unchecked Sendable {
+    private let lock = NSLock()
+    private var isOpen = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func wait() async {
+        await withCheckedContinuation { continuation in
+            let open = lock.withLock {
+                if isOpen { return true }
+                waiters.append(continuation)
+                return false
+            }
+            if open { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiting = lock.withLock {
+            isOpen = true
+            defer { waiters = [] }
+            return waiters
+        }
+        for waiter in waiting { waiter.resume() }
+    }
+}
+
+/// Polls `condition` every 5 ms for at most 10 s.
+func eventually(_ condition: () throws -> Bool) async rethrows -> Bool {
+    let end = ContinuousClock.now + .seconds(10)
+    while ContinuousClock.now < end {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(5))
+    }
+    return try condition()
+}
