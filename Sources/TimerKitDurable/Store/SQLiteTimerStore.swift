@@ -16,7 +16,9 @@ final class SQLiteTimerStore: DurableTimerStore {
     private let database: DatabaseQueue
     let path: String
 
-    init(path: String, busyTimeout: Duration, durability: DurableTimers.Durability) throws(DurableTimerError) {
+    /// - Parameter pragmas: Statements run on opening, after the store's own (tests: a page limit
+    ///   that makes the file "full").
+    init(path: String, busyTimeout: Duration, durability: DurableTimers.Durability, pragmas: [String] = []) throws(DurableTimerError) {
         self.path = path
         var configuration = Configuration()
         configuration.busyMode = .timeout(TimeInterval(busyTimeout.saturatingNanoseconds) / 1e9)
@@ -24,6 +26,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         let synchronous = durability == .full ? "FULL" : "NORMAL"
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            for pragma in pragmas { try db.execute(sql: pragma) }
         }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)

@@ -1,0 +1,118 @@
+import Foundation
+import GRDB
+import Testing
+@testable import TimerKit
+@testable import TimerKitDurable
+import TimerKitTesting
+
+/// C17 for durable timers: each bad input and each fault of the file is a clear, documented error;
+/// nothing stored is lost, nothing crashes, nothing spins.
+@Suite("Durable timers: bad input and faults")
+struct DurableBadInputTests {
+    @Test("A database path that cannot be opened (no such folder) is refused with cannotOpen, naming the path")
+    func cannotOpen() throws {
+        let path = "/nonexistent-\(UUID().uuidString)/timers.sqlite"
+        #expect {
+            try DurableTimers(path: path)
+        } throws: { error in
+            guard case DurableTimerError.cannotOpen(let named, _) = error else { return false }
+            return named == path && "\(error)".contains("cannot open the durable-timer database at \(path)")
+        }
+    }
+
+    @Test("A file that is not a database is refused with corrupt, and left as it was")
+    func corrupt() throws {
+        let database = try TemporaryDatabase()
+        let garbage = Data(repeating: 0x5A, count: 8_192)
+        try garbage.write(to: URL(fileURLWithPath: database.path))
+        #expect {
+            try DurableTimers(path: database.path)
+        } throws: { error in
+            guard case DurableTimerError.corrupt = error else { return false }
+            return "\(error)".contains("restore it from a backup")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: database.path)) == garbage)
+    }
+
+    @Test("A database another connection keeps locked past the busy timeout: schedule throws locked, writes nothing, and succeeds once the lock is gone")
+    func locked() throws {
+        let database = try TemporaryDatabase()
+        var options = exactOptions()
+        options.busyTimeout = .milliseconds(100)
+        let timers = try DurableTimers(path: database.path, clock: makeVirtualClock().clock, options: options)
+        try timers.register("note", payload: Note.self) { _, _ in }
+        let other = try DatabaseQueue(path: database.path)
+        try other.writeWithoutTransaction { db in
+            try db.execute(sql: "BEGIN EXCLUSIVE")
+            #expect {
+                try timers.schedule(key: "k", after: .seconds(1), handler: "note", payload: Note(text: "x"))
+            } throws: { error in
+                guard case DurableTimerError.locked = error else { return false }
+                return "\(error)".contains("nothing was written, try again")
+            }
+            try db.execute(sql: "ROLLBACK")
+        }
+        #expect(try timers.count() == 0)
+        #expect(try timers.schedule(key: "k", after: .seconds(1), handler: "note", payload: Note(text: "x")))
+        #expect(try timers.count() == 1)
+    }
+
+    @Test("A full database (its size limit reached): schedule throws full and what was stored stays")
+    func full() throws {
+        let database = try TemporaryDatabase()
+        let clock = makeVirtualClock().clock
+        // Created at its natural size, then reopened with a page limit it soon reaches.
+        _ = try DurableTimers(path: database.path, clock: clock, options: exactOptions())
+        let store = try SQLiteTimerStore(path: database.path, busyTimeout: .seconds(1), durability: .full, pragmas: ["PRAGMA max_page_count = 8"])
+        let timers = try DurableTimers(store: store, namespace: "default", clock: clock, options: exactOptions())
+        try timers.register("note", payload: Note.self) { _, _ in }
+        let big = Note(text: String(repeating: "x", count: 2_000))
+        var stored = 0
+        var failure: DurableTimerError?
+        for index in 0..<100 {
+            do {
+                try timers.schedule(key: "k\(index)", after: .seconds(1), handler: "note", payload: big)
+                stored += 1
+            } catch {
+                failure = error
+                break
+            }
+        }
+        guard case .full = failure else {
+            Issue.record("expected full, got \(String(describing: failure))")
+            return
+        }
+        #expect("\(failure!)".contains("full"))
+        let count = try timers.count()
+        #expect(stored > 0 && count == stored)
+    }
+
+    @Test("Bad schedules are refused with an error that names the problem, and store nothing")
+    func badSchedules() throws {
+        let database = try TemporaryDatabase()
+        let timers = try DurableTimers(path: database.path, clock: makeVirtualClock().clock, options: exactOptions())
+        try timers.register("note", payload: Note.self) { _, _ in }
+        let note = Note(text: "x")
+        #expect(throws: DurableTimerError.unknownHandler("nope")) { try timers.schedule(key: "k", at: at(1), handler: "nope", payload: note) }
+        #expect(throws: DurableTimerError.invalidKey("")) { try timers.schedule(key: "", at: at(1), handler: "note", payload: note) }
+        let long = String(repeating: "k", count: 513)
+        #expect(throws: DurableTimerError.invalidKey(long)) { try timers.schedule(key: long, at: at(1), handler: "note", payload: note) }
+        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", every: .zero, handler: "note", payload: note) }
+        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", every: .seconds(-1), handler: "note", payload: note) }
+        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", after: .seconds(-1), handler: "note", payload: note) }
+        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", after: .seconds(Int64.max), handler: "note", payload: note) }
+        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .all(max: 0)) }
+        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .within(.seconds(-1))) }
+        #expect(throws: DurableTimerError.handlerAlreadyRegistered("note")) { try timers.register("note", payload: Note.self) { _, _ in } }
+        #expect {
+            try timers.schedule(key: "k", at: at(1), handler: "note", payload: Double.nan)
+        } throws: { error in
+            guard case DurableTimerError.payload(let key, _) = error else { return false }
+            return key == "k"
+        }
+        #expect(try timers.count() == 0)
+        #expect(throws: DurableTimerError.notFound("missing")) { try timers.reschedule(key: "missing", at: at(5)) }
+        #expect(throws: DurableTimerError.notACalendarClock("continuous")) { try DurableTimers(path: database.path, clock: .continuous) }
+        #expect(throws: DurableTimerError.invalidKey("")) { try DurableTimers(path: database.path, namespace: "") }
+    }
+}
