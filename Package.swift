@@ -49,7 +49,9 @@ let package = Package(
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "timerkitTests", dependencies: ["timerkit"]),
-        .testTarget(name: "TimerKitDurableTests", dependencies: ["TimerKitDurable", "TimerKit", "TimerKitTesting"]),
+        // A process the durable crash tests start and kill (not a product).
+        .executableTarget(name: "timerkit-durable-probe", dependencies: ["TimerKitDurable"]),
+        .testTarget(name: "TimerKitDurableTests", dependencies: ["TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe"]),
         .testTarget(
             name: "AsyncAlgorithmsInteropTests",
             dependencies: [
