@@ -1,6 +1,6 @@
 import Foundation
 
-/// A stored durable timer, as ``DurableTimers/timer(key:)`` and ``DurableTimers/timers(_:)`` show it.
+/// A stored durable timer, as ``DurableTimers/timer(key:)`` and ``DurableTimers/timers(limit:)`` show it.
 public struct DurableTimerInfo: Sendable, Hashable {
     /// Where a timer stands.
     public enum State: Sendable, Hashable {

@@ -16,7 +16,7 @@ import TimerKit
 ///
 /// - **Handlers by name.** A timer stores the name of its handler and a `Codable` payload, never a
 ///   closure; after a restart, ``register(_:payload:_:)`` binds the name again. A timer whose
-///   handler is not registered waits untouched (``orphans()``); one whose payload does not decode as
+///   handler is not registered waits untouched (``orphans(limit:)``); one whose payload does not decode as
 ///   the registered type is parked as failed, never run with a wrong value.
 /// - **No polling.** The runner loads the timers due within its horizon into TimerKit's engine as
 ///   wall-clock one-shots and loads again before the horizon runs out; a timer scheduled here
