@@ -9,6 +9,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "timerkit-bench", targets: ["timerkit-bench"]),
+        .executable(name: "timerkit-durable-bench", targets: ["timerkit-durable-bench"]),
     ],
     dependencies: [
         // Named, so that the reference below does not depend on the name of the clone's folder.
@@ -28,6 +29,14 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Durable timers (TimerKitDurable on SQLite): the armed design beside a 1 s poll of due rows.
+        .executableTarget(
+            name: "timerkit-durable-bench",
+            dependencies: [
+                .product(name: "TimerKitDurable", package: "TimerKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

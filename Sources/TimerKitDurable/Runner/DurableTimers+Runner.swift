@@ -270,7 +270,7 @@ extension DurableTimers {
 
         /// Claims the timer, runs its handler if its misfire policy says so, and ends the
         /// occurrence in the store.
-        private func run(_ key: String, manual: Bool, timers: DurableTimers) async {
+        func run(_ key: String, manual: Bool, timers: DurableTimers) async {
             guard await takeSlot() else { return }
             defer { giveSlot() }
             let store = timers.store

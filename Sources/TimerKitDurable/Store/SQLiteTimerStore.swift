@@ -68,35 +68,37 @@ final class SQLiteTimerStore: DurableTimerStore {
     // MARK: Writing
 
     func put(_ record: DurableTimerRecord, conflict: DurableConflict) throws(DurableTimerError) -> Bool {
-        try write { db in try Self.put(record, conflict: conflict, db) }
+        try write { db in try Self.put(record, conflict: conflict, sequence: Self.nextSequence(db), db) }
     }
 
     func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) throws(DurableTimerError) -> Int {
         try write { db in
+            var sequence = try Self.nextSequences(records.count, db)
             var stored = 0
-            for record in records where try Self.put(record, conflict: conflict, db) { stored += 1 }
+            for record in records {
+                if try Self.put(record, conflict: conflict, sequence: sequence, db) { stored += 1 }
+                sequence += 1
+            }
             return stored
         }
     }
 
-    private static func put(_ record: DurableTimerRecord, conflict: DurableConflict, _ db: Database) throws -> Bool {
+    private static func put(_ record: DurableTimerRecord, conflict: DurableConflict, sequence: Int64, _ db: Database) throws -> Bool {
         if conflict != .replace,
-            try Bool.fetchOne(db, sql: "SELECT 1 FROM timerkit_timers WHERE namespace = ? AND key = ?", arguments: [record.namespace, record.key]) != nil
+            try db.row("SELECT 1 FROM timerkit_timers WHERE namespace = ? AND key = ?", [record.namespace, record.key]) != nil
         {
             if conflict == .keep { return false }
             throw DurableTimerError.keyInUse(record.key)
         }
         let (interval, rule) = StoredForms.columns(record.recurrence)
-        try db.execute(
-            sql: """
+        try db.run("""
                 INSERT OR REPLACE INTO timerkit_timers
                     (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence,
                      fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, 0, NULL, NULL)
-                """,
-            arguments: [
+                """, [
                 record.namespace, record.key, record.handler, record.payload, interval, rule, StoredForms.misfire(record.misfire), record.due,
-                record.readyAt, try nextSequence(db),
+                record.readyAt, sequence,
             ])
         return true
     }
@@ -104,29 +106,30 @@ final class SQLiteTimerStore: DurableTimerStore {
     /// A sequence number unique in the file: every occurrence gets its own, also when a key is
     /// removed and used again, so that an idempotency key never repeats.
     private static func nextSequence(_ db: Database) throws -> Int64 {
-        guard let value = try Int64.fetchOne(db, sql: "UPDATE timerkit_sequence SET next = next + 1 WHERE id = 0 RETURNING next - 1") else {
-            throw DurableTimerError.store(reason: "the sequence table is empty")
-        }
-        return value
+        try nextSequences(1, db)
+    }
+
+    /// The first of `count` consecutive sequence numbers, taken at once.
+    private static func nextSequences(_ count: Int, _ db: Database) throws -> Int64 {
+        let first: Int64? = try db.value("UPDATE timerkit_sequence SET next = next + ? WHERE id = 0 RETURNING next - ?", [count, count])
+        guard let first else { throw DurableTimerError.store(reason: "the sequence table is empty") }
+        return first
     }
 
     func delete(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord? {
         try write { db in
-            try Row.fetchOne(db, sql: "DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", arguments: [namespace, key]).map(Self.record)
+            try db.row("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", [namespace, key]).map(Self.record)
         }
     }
 
     func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) throws(DurableTimerError) -> DurableTimerRecord? {
         try write { db in
             let ready = early ? "(owner IS NULL OR lease_until_ns <= ?)" : "ready_at_ns <= ?"
-            return try Row.fetchOne(
-                db,
-                sql: """
+            return try db.row("""
                     UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
                     WHERE namespace = ? AND key = ? AND parked = 0 AND \(ready)
                     RETURNING *
-                    """,
-                arguments: [owner, leaseUntil, leaseUntil, namespace, key, now]
+                    """, [owner, leaseUntil, leaseUntil, namespace, key, now]
             ).map(Self.record)
         }
     }
@@ -137,23 +140,17 @@ final class SQLiteTimerStore: DurableTimerStore {
             let fenceArguments: StatementArguments = [namespace, key, owner, sequence]
             switch outcome {
             case .delete:
-                try db.execute(sql: "DELETE FROM timerkit_timers WHERE \(fence)", arguments: fenceArguments)
+                try db.run("DELETE FROM timerkit_timers WHERE \(fence)", fenceArguments)
             case .advance(let due, let skipped, let fired):
-                try db.execute(
-                    sql: """
+                try db.run("""
                         UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, skipped = ?, fire_count = fire_count + ?,
                             attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
                         WHERE \(fence)
-                        """,
-                    arguments: [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
+                        """, [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
             case .retry(let readyAt, let error):
-                try db.execute(
-                    sql: "UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
-                    arguments: [readyAt, error] + fenceArguments)
+                try db.run("UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)", [readyAt, error] + fenceArguments)
             case .park(let error):
-                try db.execute(
-                    sql: "UPDATE timerkit_timers SET parked = 1, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
-                    arguments: [error] + fenceArguments)
+                try db.run("UPDATE timerkit_timers SET parked = 1, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)", [error] + fenceArguments)
             }
             return db.changesCount > 0
         }
@@ -161,35 +158,28 @@ final class SQLiteTimerStore: DurableTimerStore {
 
     func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) throws(DurableTimerError) -> Bool {
         try write { db in
-            try db.execute(
-                sql: "UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
-                arguments: [leaseUntil, leaseUntil, namespace, key, owner, sequence])
+            try db.run("UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?", [leaseUntil, leaseUntil, namespace, key, owner, sequence])
             return db.changesCount > 0
         }
     }
 
     func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) throws(DurableTimerError) -> Bool {
         try write { db in
-            try db.execute(
-                sql: """
+            try db.run("""
                     UPDATE timerkit_timers SET ready_at_ns = ?, attempts = max(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
                     WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?
-                    """,
-                arguments: [readyAt, namespace, key, owner, sequence])
+                    """, [readyAt, namespace, key, owner, sequence])
             return db.changesCount > 0
         }
     }
 
     func move(namespace: String, key: String, due: Int64, readyAt: Int64) throws(DurableTimerError) -> DurableTimerRecord? {
         try write { db in
-            try Row.fetchOne(
-                db,
-                sql: """
+            try db.row("""
                     UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
                     WHERE namespace = ? AND key = ? AND owner IS NULL
                     RETURNING *
-                    """,
-                arguments: [due, readyAt, try Self.nextSequence(db), namespace, key]
+                    """, [due, readyAt, try Self.nextSequence(db), namespace, key]
             ).map(Self.record)
         }
     }
@@ -198,17 +188,14 @@ final class SQLiteTimerStore: DurableTimerStore {
 
     func record(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord? {
         try read { db in
-            try Row.fetchOne(db, sql: "SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", arguments: [namespace, key]).map(Self.record)
+            try db.row("SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", [namespace, key]).map(Self.record)
         }
     }
 
     func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError) -> [DurableTimerRecord] {
         try read { db in
             let (condition, arguments) = Self.after(cursor)
-            return try Row.fetchAll(
-                db,
-                sql: "SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?",
-                arguments: [namespace] + arguments + [limit]
+            return try db.rows("SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?", [namespace] + arguments + [limit]
             ).map(Self.record)
         }
     }
@@ -220,14 +207,11 @@ final class SQLiteTimerStore: DurableTimerStore {
         return try read { db in
             let (condition, arguments) = Self.after(cursor)
             let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
-            return try Row.fetchAll(
-                db,
-                sql: """
+            return try db.rows("""
                     SELECT * FROM timerkit_timers
                     WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
                     ORDER BY ready_at_ns, key LIMIT ?
-                    """,
-                arguments: [namespace, by] + arguments + StatementArguments(handlers) + [limit]
+                    """, [namespace, by] + arguments + StatementArguments(handlers) + [limit]
             ).map(Self.record)
         }
     }
@@ -235,15 +219,13 @@ final class SQLiteTimerStore: DurableTimerStore {
     func orphans(namespace: String, handlers: [String], limit: Int) throws(DurableTimerError) -> [DurableTimerRecord] {
         try read { db in
             let names = handlers.isEmpty ? "" : "AND handler NOT IN (\(Array(repeating: "?", count: handlers.count).joined(separator: ", ")))"
-            return try Row.fetchAll(
-                db, sql: "SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?",
-                arguments: [namespace] + StatementArguments(handlers) + [limit]
+            return try db.rows("SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?", [namespace] + StatementArguments(handlers) + [limit]
             ).map(Self.record)
         }
     }
 
     func count(namespace: String) throws(DurableTimerError) -> Int {
-        try read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM timerkit_timers WHERE namespace = ?", arguments: [namespace]) ?? 0 }
+        try read { db in try db.value("SELECT count(*) FROM timerkit_timers WHERE namespace = ?", [namespace]) ?? 0 }
     }
 
     // MARK: Plumbing
@@ -310,5 +292,24 @@ final class SQLiteTimerStore: DurableTimerStore {
         case .SQLITE_CANTOPEN, .SQLITE_PERM, .SQLITE_READONLY, .SQLITE_AUTH: return .cannotOpen(path: path, reason: reason)
         default: return opening ? .cannotOpen(path: path, reason: reason) : .store(reason: reason)
         }
+    }
+}
+
+extension Database {
+    /// Runs `sql` through the connection's statement cache: compiled once, reused by every call.
+    fileprivate func run(_ sql: String, _ arguments: StatementArguments) throws {
+        try cachedStatement(sql: sql).execute(arguments: arguments)
+    }
+
+    fileprivate func row(_ sql: String, _ arguments: StatementArguments) throws -> Row? {
+        try Row.fetchOne(cachedStatement(sql: sql), arguments: arguments)
+    }
+
+    fileprivate func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row] {
+        try Row.fetchAll(cachedStatement(sql: sql), arguments: arguments)
+    }
+
+    fileprivate func value<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ sql: String, _ arguments: StatementArguments) throws -> Value? {
+        try Value.fetchOne(cachedStatement(sql: sql), arguments: arguments)
     }
 }
