@@ -129,6 +129,42 @@ struct DurableTimersTests {
         await second.shutdown()
     }
 
+    /// How many overdue timers the restart test stores: 10,000 in the suite (which CI runs five
+    /// times, under sanitizers too); CI's own step runs it once with 100,000
+    /// (`TIMERKIT_DURABLE_OVERDUE=100000`), about 40 s in a debug build.
+    static let overdueCount = ProcessInfo.processInfo.environment["TIMERKIT_DURABLE_OVERDUE"].flatMap(Int.init) ?? 10_000
+
+    @Test("Restart after downtime with 10,000 overdue timers (100,000 in CI's own step): each policy applied, the catch-up spread over count ÷ catchUpRate, none lost")
+    func manyOverdue() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let options = exactOptions {
+            $0.catchUpRate = Self.overdueCount / 5
+            $0.durability = .normal
+        }
+        let first = try runner(database, virtual, log: log, options: options)
+        let count = Self.overdueCount
+        // One-shots under .once, and under .within(1 min): a day of downtime is past that window.
+        #expect(try first.schedule((0..<count / 2).map { (key: "once/\($0)", at: at(1), payload: Note(text: "once")) }, handler: "note") == count / 2)
+        #expect(
+            try first.schedule((0..<count / 2).map { (key: "within/\($0)", at: at(1), payload: Note(text: "within")) }, handler: "note", misfire: .within(.seconds(60)))
+                == count / 2)
+        await first.shutdown()
+        await virtual.advance(by: .seconds(86_400))
+        let second = try runner(database, virtual, log: log, options: options)
+        second.start()
+        // Spread over count ÷ (count / 5) = 5 s: about a fifth of the claims in each second.
+        await virtual.advance(by: .seconds(1))
+        let afterOne = try second.count()
+        #expect(afterOne > count * 7 / 10 && afterOne < count * 9 / 10, "\(count - afterOne) of \(count) claimed in the first second")
+        await virtual.advance(by: .seconds(4))
+        #expect(try second.count() == 0, "none left")
+        #expect(log.count == count / 2 && log.all.allSatisfy { $0.payload == "once" }, "the within(1 min) one-shots were removed unrun; every once ran")
+        #expect(Set(log.all.map(\.fire.key)).count == count / 2)
+        await second.shutdown()
+    }
+
     @Test("At least once: a handler that throws is retried with a doubling delay and the same idempotency key, then parked as failed with its error; retry(key:) schedules it again")
     func retriesThenParks() async throws {
         let database = try TemporaryDatabase()
@@ -218,6 +254,49 @@ struct DurableTimersTests {
         // The dead runner, back, cannot complete what it no longer holds.
         #expect(try !timers.store.finish(namespace: "default", key: "k", owner: "dead", sequence: claimed.sequence, outcome: .delete))
         await timers.shutdown()
+    }
+
+    @Test("A long handler keeps its claim: the lease is renewed every third of it while the handler runs, so no other runner can take the occurrence; it completes once")
+    func longHandlerRenewsItsLease() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions { $0.lease = .seconds(30) })
+        try timers.register("long", payload: Note.self) { note, fire in
+            try await Task.sleep(for: .seconds(100), clock: virtual.clock)
+            log.append(note.text, fire)
+        }
+        timers.start()
+        try timers.schedule(key: "k", at: at(10), handler: "long", payload: Note(text: "long"))
+        await virtual.advance(by: .seconds(10))
+        for probe in [45, 75, 105] {
+            await virtual.advance(to: TimerInstant(kind: .virtual, nanoseconds: epoch + Int64(probe) * 1_000_000_000))
+            let now = virtual.now.nanoseconds
+            let stolen = try timers.store.claim(namespace: "default", key: "k", owner: "other", now: now, leaseUntil: now + 30_000_000_000, early: false)
+            #expect(stolen == nil, "the lease still holds at \(probe) s, past the first lease's end")
+        }
+        await virtual.advance(by: .seconds(10))
+        #expect(log.all.map(\.payload) == ["long"] && log.all.first?.fire.attempt == 1)
+        #expect(try timers.timer(key: "k") == nil, "completed by its own claim")
+        await timers.shutdown()
+    }
+
+    @Test("run() fires until its task is cancelled, then shuts down gracefully")
+    func runUntilCancelled() async throws {
+        let database = try TemporaryDatabase()
+        let log = FireLog()
+        let timers = try DurableTimers(path: database.path, options: exactOptions())
+        try timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        try timers.schedule(key: "now", after: .zero, handler: "note", payload: Note(text: "now"))
+        try timers.schedule(key: "later", after: .seconds(3600), handler: "note", payload: Note(text: "later"))
+        let running = Task { await timers.run() }
+        #expect(await eventually { log.count == 1 })
+        running.cancel()
+        await running.value
+        #expect(try timers.schedule(key: "after", after: .zero, handler: "note", payload: Note(text: "after")))
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(log.all.map(\.payload) == ["now"], "nothing fires once run() has returned")
+        #expect(try timers.count() == 2)
     }
 
     @Test("Schedule by key: replace, keep and fail under a key in use; cancel says what it found; reschedule and postpone move the next occurrence; fire(key:) runs it now, a one-shot then ends")
