@@ -230,7 +230,7 @@ public final class DurableTimers: Sendable {
     @discardableResult
     public func fire(key: String) throws(DurableTimerError) -> Bool {
         guard let record = try store.record(namespace: namespace, key: key), runner.handler(record.handler) != nil else { return false }
-        runner.startManual(key, timers: self)
+        runner.startRun(key, manual: true, timers: self)
         return true
     }
 

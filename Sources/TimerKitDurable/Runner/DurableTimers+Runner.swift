@@ -231,29 +231,21 @@ extension DurableTimers {
         /// A wake-up armed for `key` came (on the engine thread): starts its run in a task.
         private func woke(_ key: String, readyAt: Int64, timers: DurableTimers?) {
             guard let timers else { return }
-            let go = state.withLock { state -> Bool in
-                if state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
-                guard !state.isStopped else { return false }
-                state.tasks += 1
-                return true
-            }
-            guard go else { return }
-            Task(executorPreference: timers.clock.taskExecutor) {
-                await self.run(key, manual: false, timers: timers)
-                self.taskEnded()
-            }
+            startRun(key, manual: false, armedFor: readyAt, timers: timers)
         }
 
-        /// Starts a manual run (``DurableTimers/fire(key:)``).
-        func startManual(_ key: String, timers: DurableTimers) {
+        /// Starts a run of `key` in a task (a manual one: ``DurableTimers/fire(key:)``), unless the
+        /// runner has stopped; a wake-up first forgets the wake-up it was armed as.
+        func startRun(_ key: String, manual: Bool, armedFor readyAt: Int64? = nil, timers: DurableTimers) {
             let go = state.withLock { state -> Bool in
+                if let readyAt, state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
                 guard !state.isStopped else { return false }
                 state.tasks += 1
                 return true
             }
             guard go else { return }
             Task(executorPreference: timers.clock.taskExecutor) {
-                await self.run(key, manual: true, timers: timers)
+                await self.run(key, manual: manual, timers: timers)
                 self.taskEnded()
             }
         }
