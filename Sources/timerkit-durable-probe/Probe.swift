@@ -1,0 +1,61 @@
+// A runner of durable timers that the crash tests start and kill with SIGKILL at random points.
+//
+// usage: timerkit-durable-probe DATABASE LOG [hang]
+//
+// Registers the handler "probe" (payload: a string) and runs the timers of DATABASE on the wall
+// clock with a one-second lease. Each run appends "start KEY SEQUENCE ATTEMPT MILLISECONDS" to LOG
+// before it works and "done KEY SEQUENCE" after (each line in one write(2) to a file opened with
+// O_APPEND, so lines of killed processes are whole or absent). With `hang`, handlers never finish.
+// The process exits by itself once the database holds no timer.
+import Foundation
+import TimerKitDurable
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+@main
+enum Probe {
+    static func main() async throws {
+        let arguments = CommandLine.arguments
+        guard arguments.count >= 3 else {
+            FileHandle.standardError.write(Data("usage: timerkit-durable-probe DATABASE LOG [hang]\n".utf8))
+            exit(64)
+        }
+        let hang = arguments.count > 3 && arguments[3] == "hang"
+        let log = open(arguments[2], O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        guard log >= 0 else { exit(66) }
+        var options = DurableTimers.Options()
+        options.lease = .seconds(1)
+        options.retryDelay = .milliseconds(100)
+        options.catchUpRate = 5_000
+        options.maxConcurrentHandlers = 8
+        options.durability = .normal
+        // Scoped, so that the runner is released before the process exits (LeakSanitizer reads
+        // the side table of a weak reference to an object alive at exit as a leak).
+        do {
+            let timers = try DurableTimers(path: arguments[1], options: options)
+            try timers.register("probe", payload: String.self) { _, fire in
+                let milliseconds = Int64(Date().timeIntervalSince1970 * 1000)
+                append("start \(fire.key) \(fire.sequence) \(fire.attempt) \(milliseconds)", to: log)
+                if hang { try await Task.sleep(for: .seconds(3600)) }
+                try await Task.sleep(for: .microseconds(Int.random(in: 0...2_000)))
+                append("done \(fire.key) \(fire.sequence)", to: log)
+            }
+            timers.start()
+            while try timers.count() > 0 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            await timers.shutdown()
+        }
+        close(log)
+    }
+
+    /// Appends a line in one `write(2)`.
+    static func append(_ line: String, to descriptor: Int32) {
+        let bytes = Array((line + "\n").utf8)
+        _ = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    }
+}
