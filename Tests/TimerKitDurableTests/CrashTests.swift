@@ -36,9 +36,18 @@ struct CrashTests {
         }
     }
 
+    /// The built probe, beside the test bundle (found as `ToolRunner.productsDirectory` finds it).
     static var probe: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("timerkit-durable-probe")
+        #if canImport(Darwin)
+        let products = Bundle(for: BundleMarker.self).bundleURL.deletingLastPathComponent()
+        #else
+        let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        #endif
+        return products.appendingPathComponent("timerkit-durable-probe")
     }
+
+    /// A class of this test module, for ``probe``.
+    private final class BundleMarker {}
 
     func launch(_ database: TemporaryDatabase, log: String, hang: Bool = false) throws -> Process {
         let process = Process()

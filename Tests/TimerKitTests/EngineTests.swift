@@ -228,7 +228,7 @@ struct EngineTests {
             "\(inside) of \(count) fires inside the window; control lateness median \(controlLateness.median)")
     }
 
-    @Test("C16: the dispatch-source driver (Apple's default) fires every timer, never early, on its grid")
+    @Test("C16: the dispatch-source driver (the wall clock's on Apple) fires every timer, never early, on its grid")
     func dispatchDriver() async throws {
         let engine = TimerEngine(kind: .suspending, isShared: false, driver: DispatchDriver(kind: .suspending))
         let clock = TimerClock(engine: engine)

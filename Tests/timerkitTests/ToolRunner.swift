@@ -22,15 +22,19 @@ enum ToolRunner {
         var seconds: Double
     }
 
-    /// The folder that holds the test bundle, and so the built `timerkit` binary.
+    /// The folder that holds the test bundle, and so the built `timerkit` binary. On macOS the
+    /// tests run inside a helper process that loads the `.xctest` bundle, so the bundle of a class
+    /// of this module says where it is; on Linux the test binary itself is the first argument.
     static var productsDirectory: URL {
-        #if os(macOS)
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            return bundle.bundleURL.deletingLastPathComponent()
-        }
-        #endif
+        #if canImport(Darwin)
+        return Bundle(for: BundleMarker.self).bundleURL.deletingLastPathComponent()
+        #else
         return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        #endif
     }
+
+    /// A class of this test module, for ``productsDirectory``.
+    private final class BundleMarker {}
 
     static var executable: URL { productsDirectory.appendingPathComponent("timerkit") }
 
