@@ -138,14 +138,14 @@ final class FireChannel: Sendable {
                     ? TimerFire(
                         scheduledDeadline: last.scheduledDeadline,
                         firedAt: fire.firedAt,
-                        deadlineCount: last.deadlineCount + fire.deadlineCount,
-                        skippedDeadlineCount: last.skippedDeadlineCount + fire.skippedDeadlineCount,
+                        deadlineCount: last.deadlineCount.addingSaturating(fire.deadlineCount),
+                        skippedDeadlineCount: last.skippedDeadlineCount.addingSaturating(fire.skippedDeadlineCount),
                         sequenceNumber: fire.sequenceNumber)
                     : TimerFire(
                         scheduledDeadline: fire.scheduledDeadline,
                         firedAt: fire.firedAt,
                         deadlineCount: fire.deadlineCount,
-                        skippedDeadlineCount: last.skippedDeadlineCount + last.deadlineCount + fire.skippedDeadlineCount,
+                        skippedDeadlineCount: last.skippedDeadlineCount.addingSaturating(last.deadlineCount).addingSaturating(fire.skippedDeadlineCount),
                         sequenceNumber: fire.sequenceNumber))
             }
             return nil

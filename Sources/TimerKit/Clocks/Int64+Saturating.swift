@@ -14,3 +14,14 @@ extension Int64 {
         return overflow ? (other < self ? .min : .max) : difference
     }
 }
+
+extension Int {
+    /// `self + other`, saturating at the ends of the range: counts of deadlines and fires, which on
+    /// watchOS (`arm64_32`, a 32-bit `Int`) could pass `Int.max` — 2³¹ skipped deadlines of a
+    /// 1 µs timer suspended for 36 minutes — and must not trap (C17).
+    @inline(__always)
+    func addingSaturating(_ other: Int) -> Int {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? (other < 0 ? .min : .max) : sum
+    }
+}

@@ -458,7 +458,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         let kind = engine.kind
         if machine.hasPendingManualFire {
             machine.hasPendingManualFire = false
-            machine.fireCount += 1
+            machine.fireCount = machine.fireCount.addingSaturating(1)
             let at = TimerInstant(kind: kind, nanoseconds: now)
             let fire = TimerFire(scheduledDeadline: at, firedAt: at, deadlineCount: 0, sequenceNumber: machine.fireCount)
             if !machine.isRepeating {
@@ -473,7 +473,7 @@ public final class ScheduledTimer: @unchecked Sendable {
             return .stop
         }
         if let current = burst {
-            machine.fireCount += 1
+            machine.fireCount = machine.fireCount.addingSaturating(1)
             let last = current.fires == 1
             burst = last ? nil : (current.nextScheduled.addingSaturating(machine.interval), current.fires - 1, current.lastCount)
             let fire = TimerFire(
@@ -493,7 +493,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         }
         if !machine.isRepeating {
             // C6: a one-shot timer is invalid from the moment its fire starts.
-            machine.fireCount += 1
+            machine.fireCount = machine.fireCount.addingSaturating(1)
             let fire = TimerFire(
                 scheduledDeadline: TimerInstant(kind: kind, nanoseconds: deadline),
                 firedAt: TimerInstant(kind: kind, nanoseconds: now),
@@ -516,7 +516,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         machine.missedWhileSuspended = false
         let count = Int(clamping: due)
         func fire(_ scheduled: Int64, _ count: Int) -> Step {
-            machine.fireCount += 1
+            machine.fireCount = machine.fireCount.addingSaturating(1)
             let skipped = skippedDeadlines
             skippedDeadlines = 0
             return .run(handler, TimerFire(
@@ -535,10 +535,10 @@ public final class ScheduledTimer: @unchecked Sendable {
         case .skip:
             if missedWhileSuspended {
                 // Every due deadline was missed: nothing fires now; the next fire reports them.
-                skippedDeadlines += count
+                skippedDeadlines = skippedDeadlines.addingSaturating(count)
                 return nextStep(now: now, &state)
             }
-            skippedDeadlines += count - 1
+            skippedDeadlines = skippedDeadlines.addingSaturating(count - 1)
             return fire(latestDue, 1)
         case .burst(let maxFires):
             let fires = min(count, maxFires)
