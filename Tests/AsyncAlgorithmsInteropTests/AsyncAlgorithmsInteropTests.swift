@@ -19,14 +19,19 @@ struct AsyncAlgorithmsInteropTests {
         let virtual = VirtualClock()
         let (input, feed) = AsyncStream<String>.makeStream()
         let seen = Seen()
+        let pulls = PullCounter()
         let consumer = Task(executorPreference: virtual.executor) {
-            for await query in input.debounce(for: .milliseconds(300), clock: virtual) { seen.append("\(query)@\(virtual.now)") }
+            for await query in pulls.counting(input).debounce(for: .milliseconds(300), clock: virtual) {
+                seen.append("\(query)@\(virtual.now)")
+            }
             seen.append("end")
         }
         for query in ["s", "sw", "swift"] { feed.yield(query) }
         // The operator consumes its input and sleeps in unstructured tasks of its own, which do not
-        // run on the clock's executor: an advance cannot see them, so wait for their effects.
-        #expect(await until { !virtual.sleepers.isEmpty })
+        // run on the clock's executor: an advance cannot see them, so wait for their effects. Its
+        // input task asks for a fourth element only once it has stamped the third with its
+        // deadline; advancing before that would give the burst's last element a later deadline.
+        #expect(await until { pulls.count >= 4 && !virtual.sleepers.isEmpty })
         await virtual.advance(by: .milliseconds(299))
         #expect(seen.all.isEmpty)
         await virtual.advance(by: .milliseconds(1))
@@ -49,6 +54,31 @@ struct AsyncAlgorithmsInteropTests {
         #expect(ticks.count == 3)
         #expect(ticks.allSatisfy { $0 >= start })
         #expect(clock.now - start >= .milliseconds(60))
+    }
+
+    /// Counts the calls of `next()` on the sequences it wraps.
+    final class PullCounter: Sendable {
+        private let pulls = Mutex(0)
+        var count: Int { pulls.withLock { $0 } }
+
+        func counting(_ base: AsyncStream<String>) -> Counted { Counted(base: base, counter: self) }
+
+        struct Counted: AsyncSequence, Sendable {
+            let base: AsyncStream<String>
+            let counter: PullCounter
+
+            func makeAsyncIterator() -> Iterator { Iterator(base: base.makeAsyncIterator(), counter: counter) }
+
+            struct Iterator: AsyncIteratorProtocol {
+                var base: AsyncStream<String>.Iterator
+                let counter: PullCounter
+
+                mutating func next() async -> String? {
+                    counter.pulls.withLock { $0 += 1 }
+                    return await base.next()
+                }
+            }
+        }
     }
 
     /// Waits for a condition that another task makes true, checking between yields; `false` if
