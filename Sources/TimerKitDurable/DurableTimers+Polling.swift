@@ -7,7 +7,7 @@ extension DurableTimers {
     /// how many were found.
     @_spi(Benchmarks)
     public func _pollDueTimers() async throws(DurableTimerError) -> Int {
-        let due = try store.ready(namespace: namespace, by: now(), handlers: runner.handlerNames, after: nil, limit: 100_000)
+        let due = try await store.ready(namespace: namespace, by: now(), handlers: runner.handlerNames, after: nil, limit: 100_000)
         await withTaskGroup(of: Void.self) { group in
             for record in due {
                 group.addTask { await self.runner.run(record.key, manual: false, timers: self) }

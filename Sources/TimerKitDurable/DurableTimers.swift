@@ -88,7 +88,7 @@ public final class DurableTimers: Sendable {
     /// - Throws: ``DurableTimerError/handlerAlreadyRegistered(_:)``, ``DurableTimerError/invalidKey(_:)``.
     public func register<Payload: Codable & Sendable>(
         _ name: String, payload: Payload.Type, _ handler: @escaping @Sendable (Payload, DurableFire) async throws -> Void
-    ) throws(DurableTimerError) {
+    ) async throws(DurableTimerError) {
         try Self.validate(key: name)
         let erased: Runner.Handler = { data, fire in
             let payload: Payload
@@ -100,7 +100,7 @@ public final class DurableTimers: Sendable {
             try await handler(payload, fire)
         }
         try runner.register(name, erased)
-        if runner.isStarted { refill() }
+        if runner.isStarted { await refill() }
     }
 
     // MARK: Scheduling
@@ -113,17 +113,17 @@ public final class DurableTimers: Sendable {
     @discardableResult
     public func schedule<Payload: Codable & Sendable>(
         key: String, at date: Date, handler: String, payload: Payload, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
-    ) throws(DurableTimerError) -> Bool {
-        try put(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: date.nanosecondsSince1970, conflict: ifExists)
+    ) async throws(DurableTimerError) -> Bool {
+        try await put(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: date.nanosecondsSince1970, conflict: ifExists)
     }
 
     /// Schedules a one-shot `delay` from now on the durable clock.
     @discardableResult
     public func schedule<Payload: Codable & Sendable>(
         key: String, after delay: Duration, handler: String, payload: Payload, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
-    ) throws(DurableTimerError) -> Bool {
+    ) async throws(DurableTimerError) -> Bool {
         guard delay >= .zero, let nanoseconds = delay.exactNanoseconds else { throw .invalidDuration("a delay must be zero or more and fit in 64-bit nanoseconds") }
-        return try put(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: now().addingSaturating(nanoseconds), conflict: ifExists)
+        return try await put(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: now().addingSaturating(nanoseconds), conflict: ifExists)
     }
 
     /// Schedules a timer that repeats every `interval` on a fixed grid: its k-th occurrence is
@@ -132,12 +132,12 @@ public final class DurableTimers: Sendable {
     public func schedule<Payload: Codable & Sendable>(
         key: String, every interval: Duration, first: Date? = nil, handler: String, payload: Payload, misfire: MisfirePolicy = .once,
         ifExists: DurableConflict = .replace
-    ) throws(DurableTimerError) -> Bool {
+    ) async throws(DurableTimerError) -> Bool {
         guard interval > .zero, let nanoseconds = interval.exactNanoseconds else {
             throw .invalidDuration("an interval must be more than zero and fit in 64-bit nanoseconds")
         }
         let due = first?.nanosecondsSince1970 ?? now().addingSaturating(nanoseconds)
-        return try put(key: key, handler: handler, payload: payload, recurrence: .interval(nanoseconds), misfire: misfire, due: due, conflict: ifExists)
+        return try await put(key: key, handler: handler, payload: payload, recurrence: .interval(nanoseconds), misfire: misfire, due: due, conflict: ifExists)
     }
 
     /// Schedules a timer that follows a calendar rule ("daily at 09:00 in Europe/Berlin"), from its
@@ -145,11 +145,11 @@ public final class DurableTimers: Sendable {
     @discardableResult
     public func schedule<Payload: Codable & Sendable>(
         key: String, rule: CalendarRule, handler: String, payload: Payload, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
-    ) throws(DurableTimerError) -> Bool {
+    ) async throws(DurableTimerError) -> Bool {
         guard let due = OccurrencePlan.nextOccurrence(of: rule, after: now()) else {
             throw .invalidRule("the time zone '\(rule.timeZoneIdentifier)' is unknown here")
         }
-        return try put(key: key, handler: handler, payload: payload, recurrence: .rule(rule), misfire: misfire, due: due, conflict: ifExists)
+        return try await put(key: key, handler: handler, payload: payload, recurrence: .rule(rule), misfire: misfire, due: due, conflict: ifExists)
     }
 
     /// Schedules many one-shots for one handler in one transaction: the fast way to store thousands
@@ -159,7 +159,7 @@ public final class DurableTimers: Sendable {
     @discardableResult
     public func schedule<Payload: Codable & Sendable>(
         _ timers: [(key: String, at: Date, payload: Payload)], handler: String, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
-    ) throws(DurableTimerError) -> Int {
+    ) async throws(DurableTimerError) -> Int {
         try validate(misfire)
         let encoder = JSONEncoder()
         var records: [DurableTimerRecord] = []
@@ -172,7 +172,7 @@ public final class DurableTimers: Sendable {
                     recurrence: .none, misfire: misfire, due: timer.at.nanosecondsSince1970))
         }
         try requireRegistered(handler)
-        let stored = try store.putAll(records, conflict: ifExists)
+        let stored = try await store.putAll(records, conflict: ifExists)
         for record in records { runner.armIfLoaded(record, timers: self) }
         return stored
     }
@@ -192,9 +192,9 @@ public final class DurableTimers: Sendable {
 
     /// Removes the timer under `key`.
     @discardableResult
-    public func cancel(key: String) throws(DurableTimerError) -> CancelOutcome {
+    public func cancel(key: String) async throws(DurableTimerError) -> CancelOutcome {
         runner.disarm(key)
-        guard try store.delete(namespace: namespace, key: key) != nil else { return .notFound }
+        guard try await store.delete(namespace: namespace, key: key) != nil else { return .notFound }
         return runner.isRunning(key) ? .cancelledWhileRunning : .cancelled
     }
 
@@ -203,24 +203,24 @@ public final class DurableTimers: Sendable {
     ///
     /// - Throws: ``DurableTimerError/notFound(_:)`` when no timer is stored under the key, or it is
     ///   running (moving it under its handler would race its completion).
-    public func reschedule(key: String, at date: Date) throws(DurableTimerError) {
+    public func reschedule(key: String, at date: Date) async throws(DurableTimerError) {
         let due = date.nanosecondsSince1970
-        guard let record = try store.move(namespace: namespace, key: key, due: due, readyAt: due) else { throw .notFound(key) }
+        guard let record = try await store.move(namespace: namespace, key: key, due: due, readyAt: due) else { throw .notFound(key) }
         runner.disarm(key)
         runner.armIfLoaded(record, timers: self)
     }
 
     /// Moves the timer's next occurrence `delay` later.
-    public func postpone(key: String, by delay: Duration) throws(DurableTimerError) {
+    public func postpone(key: String, by delay: Duration) async throws(DurableTimerError) {
         guard let nanoseconds = delay.exactNanoseconds else { throw .invalidDuration("the delay does not fit in 64-bit nanoseconds") }
-        guard let record = try store.record(namespace: namespace, key: key) else { throw .notFound(key) }
-        try reschedule(key: key, at: Date(nanosecondsSince1970: record.due.addingSaturating(nanoseconds)))
+        guard let record = try await store.record(namespace: namespace, key: key) else { throw .notFound(key) }
+        try await reschedule(key: key, at: Date(nanosecondsSince1970: record.due.addingSaturating(nanoseconds)))
     }
 
     /// Schedules a parked (failed) timer again at its occurrence, with its attempts cleared.
-    public func retry(key: String) throws(DurableTimerError) {
-        guard let record = try store.record(namespace: namespace, key: key) else { throw .notFound(key) }
-        try reschedule(key: key, at: Date(nanosecondsSince1970: record.due))
+    public func retry(key: String) async throws(DurableTimerError) {
+        guard let record = try await store.record(namespace: namespace, key: key) else { throw .notFound(key) }
+        try await reschedule(key: key, at: Date(nanosecondsSince1970: record.due))
     }
 
     /// Runs the timer's handler now, standing for no occurrence (C7): a one-shot then ends; a
@@ -228,8 +228,8 @@ public final class DurableTimers: Sendable {
     ///
     /// - Returns: `false` if no timer is stored under the key, or its handler is not registered.
     @discardableResult
-    public func fire(key: String) throws(DurableTimerError) -> Bool {
-        guard let record = try store.record(namespace: namespace, key: key), runner.handler(record.handler) != nil else { return false }
+    public func fire(key: String) async throws(DurableTimerError) -> Bool {
+        guard let record = try await store.record(namespace: namespace, key: key), runner.handler(record.handler) != nil else { return false }
         runner.startRun(key, manual: true, timers: self)
         return true
     }
@@ -237,37 +237,38 @@ public final class DurableTimers: Sendable {
     // MARK: Inspecting
 
     /// The timer under `key`, or `nil`.
-    public func timer(key: String) throws(DurableTimerError) -> DurableTimerInfo? {
-        try store.record(namespace: namespace, key: key).map(info)
+    public func timer(key: String) async throws(DurableTimerError) -> DurableTimerInfo? {
+        try await store.record(namespace: namespace, key: key).map(info)
     }
 
     /// The namespace's timers in the order they come due, at most `limit`.
-    public func timers(limit: Int = 1_000) throws(DurableTimerError) -> [DurableTimerInfo] {
-        try store.records(namespace: namespace, after: nil, limit: limit).map(info)
+    public func timers(limit: Int = 1_000) async throws(DurableTimerError) -> [DurableTimerInfo] {
+        try await store.records(namespace: namespace, after: nil, limit: limit).map(info)
     }
 
     /// The timers whose handler is not registered with this runner: they wait, untouched, until it
     /// is (a renamed handler, or a runner that has not registered it yet).
-    public func orphans(limit: Int = 1_000) throws(DurableTimerError) -> [DurableTimerInfo] {
-        try store.orphans(namespace: namespace, handlers: runner.handlerNames, limit: limit).map(info)
+    public func orphans(limit: Int = 1_000) async throws(DurableTimerError) -> [DurableTimerInfo] {
+        try await store.orphans(namespace: namespace, handlers: runner.handlerNames, limit: limit).map(info)
     }
 
     /// How many timers the namespace holds.
-    public func count() throws(DurableTimerError) -> Int { try store.count(namespace: namespace) }
+    public func count() async throws(DurableTimerError) -> Int { try await store.count(namespace: namespace) }
 
     // MARK: Running
 
     /// Loads the timers due within the horizon and fires them as they come due, until
     /// ``shutdown()``. Idempotent.
-    public func start() {
+    public func start() async {
         guard runner.markStarted() else { return }
-        refill()
+        if let changes = store.changes(namespace: namespace) { runner.follow(changes, timers: self) }
+        await refill()
     }
 
     /// Starts the runner and returns when the calling task is cancelled, after a graceful shutdown:
     /// no new fire starts, and the handlers under way finish.
     public func run() async {
-        start()
+        await start()
         await withTaskCancellationHandler {
             await runner.waitUntilStopped()
         } onCancel: {
@@ -286,18 +287,18 @@ public final class DurableTimers: Sendable {
     // MARK: Plumbing
 
     /// The durable clock's reading, in nanoseconds since 1970.
-    func now() -> Int64 { clock.now.nanoseconds }
+    func now() -> Int64 { clock.now.nanoseconds.addingSaturating(store.clockOffset) }
 
     private func put<Payload: Codable & Sendable>(
         key: String, handler: String, payload: Payload, recurrence: DurableTimerRecord.Recurrence, misfire: MisfirePolicy, due: Int64, conflict: DurableConflict
-    ) throws(DurableTimerError) -> Bool {
+    ) async throws(DurableTimerError) -> Bool {
         try Self.validate(key: key)
         try validate(misfire)
         try requireRegistered(handler)
         let record = DurableTimerRecord(
             namespace: namespace, key: key, handler: handler, payload: try Self.encode(payload, key: key, JSONEncoder()), recurrence: recurrence, misfire: misfire,
             due: due)
-        guard try store.put(record, conflict: conflict) else { return false }
+        guard try await store.put(record, conflict: conflict) else { return false }
         runner.disarm(key)
         runner.armIfLoaded(record, timers: self)
         return true
@@ -340,5 +341,5 @@ public final class DurableTimers: Sendable {
     }
 
     /// Loads the horizon again (see ``Runner``).
-    func refill() { runner.refill(timers: self) }
+    func refill() async { await runner.refill(timers: self) }
 }

@@ -37,15 +37,15 @@ enum Probe {
         // the side table of a weak reference to an object alive at exit as a leak).
         do {
             let timers = try DurableTimers(path: arguments[1], options: options)
-            try timers.register("probe", payload: String.self) { _, fire in
+            try await timers.register("probe", payload: String.self) { _, fire in
                 let milliseconds = Int64(Date().timeIntervalSince1970 * 1000)
                 append("start \(fire.key) \(fire.sequence) \(fire.attempt) \(milliseconds)", to: log)
                 if hang { try await Task.sleep(for: .seconds(3600)) }
                 try await Task.sleep(for: .microseconds(Int.random(in: 0...2_000)))
                 append("done \(fire.key) \(fire.sequence)", to: log)
             }
-            timers.start()
-            while try timers.count() > 0 {
+            await timers.start()
+            while try await timers.count() > 0 {
                 try await Task.sleep(for: .milliseconds(20))
             }
             await timers.shutdown()

@@ -18,7 +18,7 @@ struct CalendarRuleTests {
     }
 
     @Test("A daily 02:30 in New York occurs once on the spring-forward day, at 03:30 EDT, and at 02:30 on the days around it")
-    func springForwardNewYork() throws {
+    func springForwardNewYork() async throws {
         let rule = try CalendarRule.daily(at: 2, 30, in: TimeZone(identifier: "America/New_York")!)
         // 2026-03-08: clocks jump from 02:00 EST to 03:00 EDT.
         #expect(occurrences(rule, from: "2026-03-06T12:00:00Z", count: 4) == [
@@ -30,7 +30,7 @@ struct CalendarRuleTests {
     }
 
     @Test("A daily 01:30 in New York occurs once on the fall-back day, at its first instance (EDT)")
-    func fallBackNewYork() throws {
+    func fallBackNewYork() async throws {
         let rule = try CalendarRule.daily(at: 1, 30, in: TimeZone(identifier: "America/New_York")!)
         // 2026-11-01: clocks go back from 02:00 EDT to 01:00 EST; 01:30 happens twice.
         #expect(occurrences(rule, from: "2026-10-31T00:00:00Z", count: 3) == [
@@ -41,7 +41,7 @@ struct CalendarRuleTests {
     }
 
     @Test("Berlin: a daily 02:30 occurs once on both transition days (03:30 CEST in spring; the first 02:30, CEST, in autumn)")
-    func berlin() throws {
+    func berlin() async throws {
         let rule = try CalendarRule.daily(at: 2, 30, in: TimeZone(identifier: "Europe/Berlin")!)
         // 2026-03-29: 02:00 CET → 03:00 CEST. 2026-10-25: 03:00 CEST → 02:00 CET.
         #expect(occurrences(rule, from: "2026-03-28T12:00:00Z", count: 2) == [date("2026-03-29T01:30:00Z"), date("2026-03-30T00:30:00Z")])
@@ -49,7 +49,7 @@ struct CalendarRuleTests {
     }
 
     @Test("A weekly rule occurs only on its weekdays")
-    func weekly() throws {
+    func weekly() async throws {
         // Mondays (2) and Fridays (6) at 09:00 UTC, from Wednesday 2026-11-25.
         let rule = try CalendarRule.weekly(on: [2, 6], at: 9, in: TimeZone(identifier: "UTC")!)
         #expect(occurrences(rule, from: "2026-11-25T12:00:00Z", count: 3) == [

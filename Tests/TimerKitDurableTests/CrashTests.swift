@@ -71,10 +71,10 @@ struct CrashTests {
     }
 
     /// Stores timers for the probe's handler (the test registers it only to schedule).
-    func store(_ database: TemporaryDatabase, _ schedule: (DurableTimers) throws -> Void) async throws {
+    func store(_ database: TemporaryDatabase, _ schedule: (DurableTimers) async throws -> Void) async throws {
         let timers = try DurableTimers(path: database.path)
-        try timers.register("probe", payload: String.self) { _, _ in }
-        try schedule(timers)
+        try await timers.register("probe", payload: String.self) { _, _ in }
+        try await schedule(timers)
         await timers.shutdown()
     }
 
@@ -82,7 +82,7 @@ struct CrashTests {
     func killedWhileRunning() async throws {
         let database = try TemporaryDatabase()
         let logPath = database.folder.appendingPathComponent("log").path
-        try await store(database) { timers in try timers.schedule(key: "k", after: .zero, handler: "probe", payload: "x") }
+        try await store(database) { timers in try await timers.schedule(key: "k", after: .zero, handler: "probe", payload: "x") }
         let hanging = try launch(database, log: logPath, hang: true)
         #expect(try await eventually { try Log(path: logPath).starts.count == 1 })
         await killHard(hanging)
@@ -102,7 +102,7 @@ struct CrashTests {
         try await store(database) { timers in
             let start = Date()
             let batch = (0..<count).map { (key: "t\($0)", at: start.addingTimeInterval(Double($0 % 300) / 100), payload: "p") }
-            let stored = try timers.schedule(batch, handler: "probe")
+            let stored = try await timers.schedule(batch, handler: "probe")
             #expect(stored == count)
         }
         var random = SeededRandom(seed: 20)

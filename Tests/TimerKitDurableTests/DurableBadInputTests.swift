@@ -10,7 +10,7 @@ import TimerKitTesting
 @Suite("Durable timers: bad input and faults")
 struct DurableBadInputTests {
     @Test("A database path that cannot be opened (no such folder) is refused with cannotOpen, naming the path")
-    func cannotOpen() throws {
+    func cannotOpen() async throws {
         let path = "/nonexistent-\(UUID().uuidString)/timers.sqlite"
         #expect {
             try DurableTimers(path: path)
@@ -21,7 +21,7 @@ struct DurableBadInputTests {
     }
 
     @Test("A file that is not a database is refused with corrupt, and left as it was")
-    func corrupt() throws {
+    func corrupt() async throws {
         let database = try TemporaryDatabase()
         let garbage = Data(repeating: 0x5A, count: 8_192)
         try garbage.write(to: URL(fileURLWithPath: database.path))
@@ -35,43 +35,53 @@ struct DurableBadInputTests {
     }
 
     @Test("A database another connection keeps locked past the busy timeout: schedule throws locked, writes nothing, and succeeds once the lock is gone")
-    func locked() throws {
+    func locked() async throws {
         let database = try TemporaryDatabase()
         var options = exactOptions()
         options.busyTimeout = .milliseconds(100)
         let timers = try DurableTimers(path: database.path, clock: makeVirtualClock().clock, options: options)
-        try timers.register("note", payload: Note.self) { _, _ in }
+        try await timers.register("note", payload: Note.self) { _, _ in }
         let other = try DatabaseQueue(path: database.path)
-        try other.writeWithoutTransaction { db in
-            try db.execute(sql: "BEGIN EXCLUSIVE")
-            #expect {
-                try timers.schedule(key: "k", after: .seconds(1), handler: "note", payload: Note(text: "x"))
-            } throws: { error in
-                guard case DurableTimerError.locked = error else { return false }
-                return "\(error)".contains("nothing was written, try again")
+        // The other connection holds its lock on a thread of its own until the test lets it go.
+        let (locked, release, released) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        DispatchQueue.global().async {
+            try? other.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN EXCLUSIVE")
+                locked.signal()
+                release.wait()
+                try db.execute(sql: "ROLLBACK")
             }
-            try db.execute(sql: "ROLLBACK")
+            released.signal()
         }
-        #expect(try timers.count() == 0)
-        #expect(try timers.schedule(key: "k", after: .seconds(1), handler: "note", payload: Note(text: "x")))
-        #expect(try timers.count() == 1)
+        locked.wait()
+        await #expect {
+            try await timers.schedule(key: "k", after: .seconds(1), handler: "note", payload: Note(text: "x"))
+        } throws: { error in
+            guard case DurableTimerError.locked = error else { return false }
+            return "\(error)".contains("nothing was written, try again")
+        }
+        release.signal()
+        released.wait()
+        #expect(try await timers.count() == 0)
+        #expect(try await timers.schedule(key: "k", after: .seconds(1), handler: "note", payload: Note(text: "x")))
+        #expect(try await timers.count() == 1)
     }
 
     @Test("A full database (its size limit reached): schedule throws full and what was stored stays")
-    func full() throws {
+    func full() async throws {
         let database = try TemporaryDatabase()
         let clock = makeVirtualClock().clock
         // Created at its natural size, then reopened with a page limit it soon reaches.
         _ = try DurableTimers(path: database.path, clock: clock, options: exactOptions())
         let store = try SQLiteTimerStore(path: database.path, busyTimeout: .seconds(1), durability: .full, pragmas: ["PRAGMA max_page_count = 8"])
         let timers = try DurableTimers(store: store, namespace: "default", clock: clock, options: exactOptions())
-        try timers.register("note", payload: Note.self) { _, _ in }
+        try await timers.register("note", payload: Note.self) { _, _ in }
         let big = Note(text: String(repeating: "x", count: 2_000))
         var stored = 0
         var failure: DurableTimerError?
         for index in 0..<100 {
             do {
-                try timers.schedule(key: "k\(index)", after: .seconds(1), handler: "note", payload: big)
+                try await timers.schedule(key: "k\(index)", after: .seconds(1), handler: "note", payload: big)
                 stored += 1
             } catch {
                 failure = error
@@ -83,35 +93,35 @@ struct DurableBadInputTests {
             return
         }
         #expect("\(failure!)".contains("full"))
-        let count = try timers.count()
+        let count = try await timers.count()
         #expect(stored > 0 && count == stored)
     }
 
     @Test("Bad schedules are refused with an error that names the problem, and store nothing")
-    func badSchedules() throws {
+    func badSchedules() async throws {
         let database = try TemporaryDatabase()
         let timers = try DurableTimers(path: database.path, clock: makeVirtualClock().clock, options: exactOptions())
-        try timers.register("note", payload: Note.self) { _, _ in }
+        try await timers.register("note", payload: Note.self) { _, _ in }
         let note = Note(text: "x")
-        #expect(throws: DurableTimerError.unknownHandler("nope")) { try timers.schedule(key: "k", at: at(1), handler: "nope", payload: note) }
-        #expect(throws: DurableTimerError.invalidKey("")) { try timers.schedule(key: "", at: at(1), handler: "note", payload: note) }
+        await #expect(throws: DurableTimerError.unknownHandler("nope")) { try await timers.schedule(key: "k", at: at(1), handler: "nope", payload: note) }
+        await #expect(throws: DurableTimerError.invalidKey("")) { try await timers.schedule(key: "", at: at(1), handler: "note", payload: note) }
         let long = String(repeating: "k", count: 513)
-        #expect(throws: DurableTimerError.invalidKey(long)) { try timers.schedule(key: long, at: at(1), handler: "note", payload: note) }
-        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", every: .zero, handler: "note", payload: note) }
-        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", every: .seconds(-1), handler: "note", payload: note) }
-        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", after: .seconds(-1), handler: "note", payload: note) }
-        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", after: .seconds(Int64.max), handler: "note", payload: note) }
-        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .all(max: 0)) }
-        #expect(throws: DurableTimerError.self) { try timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .within(.seconds(-1))) }
-        #expect(throws: DurableTimerError.handlerAlreadyRegistered("note")) { try timers.register("note", payload: Note.self) { _, _ in } }
-        #expect {
-            try timers.schedule(key: "k", at: at(1), handler: "note", payload: Double.nan)
+        await #expect(throws: DurableTimerError.invalidKey(long)) { try await timers.schedule(key: long, at: at(1), handler: "note", payload: note) }
+        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", every: .zero, handler: "note", payload: note) }
+        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", every: .seconds(-1), handler: "note", payload: note) }
+        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", after: .seconds(-1), handler: "note", payload: note) }
+        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", after: .seconds(Int64.max), handler: "note", payload: note) }
+        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .all(max: 0)) }
+        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .within(.seconds(-1))) }
+        await #expect(throws: DurableTimerError.handlerAlreadyRegistered("note")) { try await timers.register("note", payload: Note.self) { _, _ in } }
+        await #expect {
+            try await timers.schedule(key: "k", at: at(1), handler: "note", payload: Double.nan)
         } throws: { error in
             guard case DurableTimerError.payload(let key, _) = error else { return false }
             return key == "k"
         }
-        #expect(try timers.count() == 0)
-        #expect(throws: DurableTimerError.notFound("missing")) { try timers.reschedule(key: "missing", at: at(5)) }
+        #expect(try await timers.count() == 0)
+        await #expect(throws: DurableTimerError.notFound("missing")) { try await timers.reschedule(key: "missing", at: at(5)) }
         #expect(throws: DurableTimerError.notACalendarClock("continuous")) { try DurableTimers(path: database.path, clock: .continuous) }
         #expect(throws: DurableTimerError.invalidKey("")) { try DurableTimers(path: database.path, namespace: "") }
     }

@@ -8,9 +8,9 @@ import TimerKitTesting
 @Suite("Durable timers")
 struct DurableTimersTests {
     /// A runner on `database`, with a "note" handler that records what it sees.
-    func runner(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options = exactOptions()) throws -> DurableTimers {
+    func runner(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options = exactOptions()) async throws -> DurableTimers {
         let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: options)
-        try timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
         return timers
     }
 
@@ -19,16 +19,16 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let timers = try runner(database, virtual, log: log)
-        timers.start()
-        try timers.schedule(key: "reminder", at: at(30), handler: "note", payload: Note(text: "call back"))
+        let timers = try await runner(database, virtual, log: log)
+        await timers.start()
+        try await timers.schedule(key: "reminder", at: at(30), handler: "note", payload: Note(text: "call back"))
         await virtual.advance(by: .seconds(29))
         #expect(log.count == 0)
         await virtual.advance(by: .seconds(1))
         let fire = try #require(log.all.first)
         #expect(log.count == 1 && fire.payload == "call back")
         #expect(seconds(fire.fire.scheduledDeadline) == 30 && fire.fire.lateness == .zero && fire.fire.attempt == 1 && fire.fire.deadlineCount == 1)
-        #expect(try timers.timer(key: "reminder") == nil)
+        #expect(try await timers.timer(key: "reminder") == nil)
         await virtual.advance(by: .seconds(100))
         #expect(log.count == 1)
         await timers.shutdown()
@@ -39,10 +39,10 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let timers = try runner(database, virtual, log: log, options: exactOptions { $0.horizon = .seconds(10) })
-        timers.start()
-        try timers.schedule(key: "soon", after: .milliseconds(1_500), handler: "note", payload: Note(text: "soon"))
-        try timers.schedule(key: "later", at: at(95), handler: "note", payload: Note(text: "later"))
+        let timers = try await runner(database, virtual, log: log, options: exactOptions { $0.horizon = .seconds(10) })
+        await timers.start()
+        try await timers.schedule(key: "soon", after: .milliseconds(1_500), handler: "note", payload: Note(text: "soon"))
+        try await timers.schedule(key: "later", at: at(95), handler: "note", payload: Note(text: "later"))
         await virtual.advance(by: .milliseconds(1_500))
         #expect(log.all.map(\.payload) == ["soon"])
         await virtual.advance(to: virtual.now.advanced(by: .milliseconds(93_500)))
@@ -56,19 +56,19 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let first = try runner(database, virtual, log: log)
-        first.start()
-        try first.schedule(key: "tick", every: .seconds(10), first: at(10), handler: "note", payload: Note(text: "tick"))
+        let first = try await runner(database, virtual, log: log)
+        await first.start()
+        try await first.schedule(key: "tick", every: .seconds(10), first: at(10), handler: "note", payload: Note(text: "tick"))
         await virtual.advance(by: .seconds(25))
         await first.shutdown()
         // Restarted 2 s later, before the next occurrence (30 s): nothing was missed.
         await virtual.advance(by: .seconds(2))
-        let second = try runner(database, virtual, log: log)
-        second.start()
+        let second = try await runner(database, virtual, log: log)
+        await second.start()
         await virtual.advance(to: virtual.now.advanced(by: .seconds(23)))
         #expect(log.all.map { seconds($0.fire.scheduledDeadline) } == [10, 20, 30, 40, 50])
         #expect(log.all.allSatisfy { $0.fire.lateness == .zero && $0.fire.deadlineCount == 1 })
-        #expect(try second.timer(key: "tick")?.fireCount == 5)
+        #expect(try await second.timer(key: "tick")?.fireCount == 5)
         await second.shutdown()
     }
 
@@ -77,15 +77,15 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let first = try runner(database, virtual, log: log)
+        let first = try await runner(database, virtual, log: log)
         for (key, policy) in [("once", MisfirePolicy.once), ("skip", .skip), ("all", .all(max: 3)), ("within", .within(.seconds(25)))] {
-            try first.schedule(key: key, every: .seconds(10), first: at(10), handler: "note", payload: Note(text: key), misfire: policy)
+            try await first.schedule(key: key, every: .seconds(10), first: at(10), handler: "note", payload: Note(text: key), misfire: policy)
         }
         await first.shutdown()
         // Down for 65 s: the occurrences at 10 … 60 (six of them) were missed.
         await virtual.advance(by: .seconds(65))
-        let second = try runner(database, virtual, log: log)
-        second.start()
+        let second = try await runner(database, virtual, log: log)
+        await second.start()
         await virtual.advance(by: .zero)
         let fires = Dictionary(grouping: log.all, by: \.payload)
         let once = try #require(fires["once"]?.first?.fire)
@@ -112,20 +112,20 @@ struct DurableTimersTests {
             $0.catchUpRate = 1_000
             $0.maxConcurrentHandlers = 4
         }
-        let first = try runner(database, virtual, log: log, options: options)
-        let stored = try first.schedule((0..<2_000).map { (key: "t\($0)", at: at(1), payload: Note(text: "\($0)")) }, handler: "note")
+        let first = try await runner(database, virtual, log: log, options: options)
+        let stored = try await first.schedule((0..<2_000).map { (key: "t\($0)", at: at(1), payload: Note(text: "\($0)")) }, handler: "note")
         #expect(stored == 2_000)
         await first.shutdown()
         await virtual.advance(by: .seconds(100))
-        let second = try runner(database, virtual, log: log, options: options)
-        second.start()
+        let second = try await runner(database, virtual, log: log, options: options)
+        await second.start()
         await virtual.advance(by: .zero)
         #expect(log.count < 10, "not all at once")
         await virtual.advance(by: .seconds(1))
         #expect(log.count > 800 && log.count < 1_200, "about half within the first second of two")
         await virtual.advance(by: .seconds(1))
         #expect(log.count == 2_000 && Set(log.all.map(\.payload)).count == 2_000)
-        #expect(try second.count() == 0)
+        #expect(try await second.count() == 0)
         await second.shutdown()
     }
 
@@ -143,23 +143,23 @@ struct DurableTimersTests {
             $0.catchUpRate = Self.overdueCount / 5
             $0.durability = .normal
         }
-        let first = try runner(database, virtual, log: log, options: options)
+        let first = try await runner(database, virtual, log: log, options: options)
         let count = Self.overdueCount
         // One-shots under .once, and under .within(1 min): a day of downtime is past that window.
-        #expect(try first.schedule((0..<count / 2).map { (key: "once/\($0)", at: at(1), payload: Note(text: "once")) }, handler: "note") == count / 2)
+        #expect(try await first.schedule((0..<count / 2).map { (key: "once/\($0)", at: at(1), payload: Note(text: "once")) }, handler: "note") == count / 2)
         #expect(
-            try first.schedule((0..<count / 2).map { (key: "within/\($0)", at: at(1), payload: Note(text: "within")) }, handler: "note", misfire: .within(.seconds(60)))
+            try await first.schedule((0..<count / 2).map { (key: "within/\($0)", at: at(1), payload: Note(text: "within")) }, handler: "note", misfire: .within(.seconds(60)))
                 == count / 2)
         await first.shutdown()
         await virtual.advance(by: .seconds(86_400))
-        let second = try runner(database, virtual, log: log, options: options)
-        second.start()
+        let second = try await runner(database, virtual, log: log, options: options)
+        await second.start()
         // Spread over count ÷ (count / 5) = 5 s: about a fifth of the claims in each second.
         await virtual.advance(by: .seconds(1))
-        let afterOne = try second.count()
+        let afterOne = try await second.count()
         #expect(afterOne > count * 7 / 10 && afterOne < count * 9 / 10, "\(count - afterOne) of \(count) claimed in the first second")
         await virtual.advance(by: .seconds(4))
-        #expect(try second.count() == 0, "none left")
+        #expect(try await second.count() == 0, "none left")
         #expect(log.count == count / 2 && log.all.allSatisfy { $0.payload == "once" }, "the within(1 min) one-shots were removed unrun; every once ran")
         #expect(Set(log.all.map(\.fire.key)).count == count / 2)
         await second.shutdown()
@@ -172,12 +172,12 @@ struct DurableTimersTests {
         let attempts = FireLog()
         let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions { $0.maxAttempts = 3 })
         struct Failure: Error, CustomStringConvertible { var description: String { "the payment service said no" } }
-        try timers.register("charge", payload: Note.self) { note, fire in
+        try await timers.register("charge", payload: Note.self) { note, fire in
             attempts.append(note.text, fire)
             throw Failure()
         }
-        timers.start()
-        try timers.schedule(key: "invoice/7", at: at(10), handler: "charge", payload: Note(text: "7"))
+        await timers.start()
+        try await timers.schedule(key: "invoice/7", at: at(10), handler: "charge", payload: Note(text: "7"))
         await virtual.advance(by: .seconds(10))
         await virtual.advance(by: .seconds(1))  // attempt 2, one second later
         await virtual.advance(by: .seconds(2))  // attempt 3, two seconds after that
@@ -185,9 +185,9 @@ struct DurableTimersTests {
         #expect(attempts.all.map(\.fire.attempt) == [1, 2, 3])
         #expect(attempts.all.map { seconds($0.fire.firedAt) } == [10, 11, 13])
         #expect(Set(attempts.all.map(\.fire.idempotencyKey)).count == 1)
-        let parked = try #require(try timers.timer(key: "invoice/7"))
+        let parked = try #require(try await timers.timer(key: "invoice/7"))
         #expect(parked.state == .failed && parked.lastError == "the payment service said no" && parked.attempts == 3)
-        try timers.retry(key: "invoice/7")
+        try await timers.retry(key: "invoice/7")
         await virtual.advance(by: .zero)
         #expect(attempts.count == 4 && attempts.all.last?.fire.attempt == 1)
         await timers.shutdown()
@@ -198,20 +198,20 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let writer = try runner(database, virtual, log: log)
-        try writer.register("sale.end", payload: Note.self) { _, _ in }
-        try writer.schedule(key: "sale/42", at: at(5), handler: "sale.end", payload: Note(text: "42"))
+        let writer = try await runner(database, virtual, log: log)
+        try await writer.register("sale.end", payload: Note.self) { _, _ in }
+        try await writer.schedule(key: "sale/42", at: at(5), handler: "sale.end", payload: Note(text: "42"))
         await writer.shutdown()
-        let reader = try runner(database, virtual, log: log)
-        reader.start()
+        let reader = try await runner(database, virtual, log: log)
+        await reader.start()
         await virtual.advance(by: .seconds(60))
         #expect(log.count == 0)
-        let orphans = try reader.orphans()
+        let orphans = try await reader.orphans()
         #expect(orphans.map(\.key) == ["sale/42"] && orphans.first?.state == .orphaned)
-        try reader.register("sale.end", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        try await reader.register("sale.end", payload: Note.self) { note, fire in log.append(note.text, fire) }
         await virtual.advance(by: .zero)
         #expect(log.all.map(\.payload) == ["42"] && log.all.first?.fire.lateness == .seconds(55))
-        #expect(try reader.orphans().isEmpty)
+        #expect(try await reader.orphans().isEmpty)
         await reader.shutdown()
     }
 
@@ -220,16 +220,16 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let writer = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
-        try writer.register("count", payload: String.self) { _, _ in }
-        try writer.schedule(key: "c", at: at(1), handler: "count", payload: "not a number")
+        try await writer.register("count", payload: String.self) { _, _ in }
+        try await writer.schedule(key: "c", at: at(1), handler: "count", payload: "not a number")
         await writer.shutdown()
         let ran = FireLog()
         let reader = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
-        try reader.register("count", payload: Int.self) { value, fire in ran.append("\(value)", fire) }
-        reader.start()
+        try await reader.register("count", payload: Int.self) { value, fire in ran.append("\(value)", fire) }
+        await reader.start()
         await virtual.advance(by: .seconds(5))
         #expect(ran.count == 0)
-        let parked = try #require(try reader.timer(key: "c"))
+        let parked = try #require(try await reader.timer(key: "c"))
         #expect(parked.state == .failed && parked.lastError?.hasPrefix("the payload does not decode as the handler's type") == true)
         await reader.shutdown()
     }
@@ -239,20 +239,20 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let timers = try runner(database, virtual, log: log, options: exactOptions { $0.lease = .seconds(30) })
-        try timers.schedule(key: "k", at: at(10), handler: "note", payload: Note(text: "x"))
+        let timers = try await runner(database, virtual, log: log, options: exactOptions { $0.lease = .seconds(30) })
+        try await timers.schedule(key: "k", at: at(10), handler: "note", payload: Note(text: "x"))
         // Another runner claimed it at 10 s and died without finishing.
         await virtual.advance(by: .seconds(10))
-        let claimed = try #require(try timers.store.claim(namespace: "default", key: "k", owner: "dead", now: epoch + 10_000_000_000, leaseUntil: epoch + 40_000_000_000, early: false))
-        #expect(try timers.timer(key: "k")?.state == .running)
-        timers.start()
+        let claimed = try #require(try await timers.store.claim(namespace: "default", key: "k", owner: "dead", now: epoch + 10_000_000_000, leaseUntil: epoch + 40_000_000_000, early: false).record)
+        #expect(try await timers.timer(key: "k")?.state == .running)
+        await timers.start()
         await virtual.advance(by: .seconds(29))
         #expect(log.count == 0, "the lease holds")
         await virtual.advance(by: .seconds(1))
         let fire = try #require(log.all.first?.fire)
         #expect(log.count == 1 && fire.attempt == 2 && fire.sequence == claimed.sequence && seconds(fire.firedAt) == 40)
         // The dead runner, back, cannot complete what it no longer holds.
-        #expect(try !timers.store.finish(namespace: "default", key: "k", owner: "dead", sequence: claimed.sequence, outcome: .delete))
+        #expect(try await !timers.store.finish(namespace: "default", key: "k", owner: "dead", sequence: claimed.sequence, outcome: .delete))
         await timers.shutdown()
     }
 
@@ -262,22 +262,22 @@ struct DurableTimersTests {
         let virtual = makeVirtualClock()
         let log = FireLog()
         let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions { $0.lease = .seconds(30) })
-        try timers.register("long", payload: Note.self) { note, fire in
+        try await timers.register("long", payload: Note.self) { note, fire in
             try await Task.sleep(for: .seconds(100), clock: virtual.clock)
             log.append(note.text, fire)
         }
-        timers.start()
-        try timers.schedule(key: "k", at: at(10), handler: "long", payload: Note(text: "long"))
+        await timers.start()
+        try await timers.schedule(key: "k", at: at(10), handler: "long", payload: Note(text: "long"))
         await virtual.advance(by: .seconds(10))
         for probe in [45, 75, 105] {
             await virtual.advance(to: TimerInstant(kind: .virtual, nanoseconds: epoch + Int64(probe) * 1_000_000_000))
             let now = virtual.now.nanoseconds
-            let stolen = try timers.store.claim(namespace: "default", key: "k", owner: "other", now: now, leaseUntil: now + 30_000_000_000, early: false)
-            #expect(stolen == nil, "the lease still holds at \(probe) s, past the first lease's end")
+            let stolen = try await timers.store.claim(namespace: "default", key: "k", owner: "other", now: now, leaseUntil: now + 30_000_000_000, early: false)
+            #expect(stolen.record == nil, "the lease still holds at \(probe) s, past the first lease's end")
         }
         await virtual.advance(by: .seconds(10))
         #expect(log.all.map(\.payload) == ["long"] && log.all.first?.fire.attempt == 1)
-        #expect(try timers.timer(key: "k") == nil, "completed by its own claim")
+        #expect(try await timers.timer(key: "k") == nil, "completed by its own claim")
         await timers.shutdown()
     }
 
@@ -286,17 +286,17 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let log = FireLog()
         let timers = try DurableTimers(path: database.path, options: exactOptions())
-        try timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
-        try timers.schedule(key: "now", after: .zero, handler: "note", payload: Note(text: "now"))
-        try timers.schedule(key: "later", after: .seconds(3600), handler: "note", payload: Note(text: "later"))
+        try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        try await timers.schedule(key: "now", after: .zero, handler: "note", payload: Note(text: "now"))
+        try await timers.schedule(key: "later", after: .seconds(3600), handler: "note", payload: Note(text: "later"))
         let running = Task { await timers.run() }
         #expect(await eventually { log.count == 1 })
         running.cancel()
         await running.value
-        #expect(try timers.schedule(key: "after", after: .zero, handler: "note", payload: Note(text: "after")))
+        #expect(try await timers.schedule(key: "after", after: .zero, handler: "note", payload: Note(text: "after")))
         try await Task.sleep(for: .milliseconds(100))
         #expect(log.all.map(\.payload) == ["now"], "nothing fires once run() has returned")
-        #expect(try timers.count() == 2)
+        #expect(try await timers.count() == 2)
     }
 
     @Test("Schedule by key: replace, keep and fail under a key in use; cancel says what it found; reschedule and postpone move the next occurrence; fire(key:) runs it now, a one-shot then ends")
@@ -304,29 +304,29 @@ struct DurableTimersTests {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
         let log = FireLog()
-        let timers = try runner(database, virtual, log: log)
-        timers.start()
-        #expect(try timers.schedule(key: "a", at: at(10), handler: "note", payload: Note(text: "first")))
-        #expect(try !timers.schedule(key: "a", at: at(20), handler: "note", payload: Note(text: "kept out"), ifExists: .keep))
-        #expect(throws: DurableTimerError.keyInUse("a")) {
-            try timers.schedule(key: "a", at: at(20), handler: "note", payload: Note(text: "refused"), ifExists: .fail)
+        let timers = try await runner(database, virtual, log: log)
+        await timers.start()
+        #expect(try await timers.schedule(key: "a", at: at(10), handler: "note", payload: Note(text: "first")))
+        #expect(try await !timers.schedule(key: "a", at: at(20), handler: "note", payload: Note(text: "kept out"), ifExists: .keep))
+        await #expect(throws: DurableTimerError.keyInUse("a")) {
+            try await timers.schedule(key: "a", at: at(20), handler: "note", payload: Note(text: "refused"), ifExists: .fail)
         }
-        #expect(try timers.schedule(key: "a", at: at(15), handler: "note", payload: Note(text: "replacement")))
-        try timers.postpone(key: "a", by: .seconds(5))
-        #expect(try timers.timer(key: "a").map { seconds($0.nextDeadline) } == 20)
-        try timers.schedule(key: "b", at: at(12), handler: "note", payload: Note(text: "b"))
-        try timers.reschedule(key: "b", at: at(30))
-        try timers.schedule(key: "c", at: at(50), handler: "note", payload: Note(text: "c"))
-        #expect(try timers.cancel(key: "c") == .cancelled)
-        #expect(try timers.cancel(key: "c") == .notFound)
-        try timers.schedule(key: "d", every: .seconds(100), first: at(100), handler: "note", payload: Note(text: "d"))
-        #expect(try timers.fire(key: "d"))
-        #expect(try !timers.fire(key: "nothing"))
+        #expect(try await timers.schedule(key: "a", at: at(15), handler: "note", payload: Note(text: "replacement")))
+        try await timers.postpone(key: "a", by: .seconds(5))
+        #expect(try await timers.timer(key: "a").map { seconds($0.nextDeadline) } == 20)
+        try await timers.schedule(key: "b", at: at(12), handler: "note", payload: Note(text: "b"))
+        try await timers.reschedule(key: "b", at: at(30))
+        try await timers.schedule(key: "c", at: at(50), handler: "note", payload: Note(text: "c"))
+        #expect(try await timers.cancel(key: "c") == .cancelled)
+        #expect(try await timers.cancel(key: "c") == .notFound)
+        try await timers.schedule(key: "d", every: .seconds(100), first: at(100), handler: "note", payload: Note(text: "d"))
+        #expect(try await timers.fire(key: "d"))
+        #expect(try await !timers.fire(key: "nothing"))
         await virtual.advance(by: .seconds(60))
         #expect(log.all.map(\.payload) == ["d", "replacement", "b"])
         #expect(log.all.map { seconds($0.fire.firedAt) } == [0, 20, 30])
         #expect(log.all[0].fire.isManual)
-        #expect(try timers.timer(key: "d").map { seconds($0.nextDeadline) } == 100, "a manual fire keeps the grid")
+        #expect(try await timers.timer(key: "d").map { seconds($0.nextDeadline) } == 100, "a manual fire keeps the grid")
         await timers.shutdown()
     }
 
@@ -336,12 +336,13 @@ struct DurableTimersTests {
         let virtual = makeVirtualClock()
         let shop = try DurableTimers(path: database.path, namespace: "shop", clock: virtual.clock, options: exactOptions())
         let mail = try DurableTimers(path: database.path, namespace: "mail", clock: virtual.clock, options: exactOptions())
-        for timers in [shop, mail] { try timers.register("note", payload: Note.self) { _, _ in } }
-        try shop.schedule(key: "k", at: at(1), handler: "note", payload: Note(text: "shop"))
-        try mail.schedule(key: "k", at: at(2), handler: "note", payload: Note(text: "mail"))
-        #expect(try shop.timers().map { seconds($0.nextDeadline) } == [1])
-        #expect(try mail.timers().map { seconds($0.nextDeadline) } == [2])
-        #expect(try shop.cancel(key: "k") == .cancelled && mail.count() == 1)
+        for timers in [shop, mail] { try await timers.register("note", payload: Note.self) { _, _ in } }
+        try await shop.schedule(key: "k", at: at(1), handler: "note", payload: Note(text: "shop"))
+        try await mail.schedule(key: "k", at: at(2), handler: "note", payload: Note(text: "mail"))
+        #expect(try await shop.timers().map { seconds($0.nextDeadline) } == [1])
+        #expect(try await mail.timers().map { seconds($0.nextDeadline) } == [2])
+        #expect(try await shop.cancel(key: "k") == .cancelled)
+        #expect(try await mail.count() == 1)
     }
 
     @Test("A graceful shutdown lets the handler under way finish and complete its timer; nothing new starts")
@@ -350,21 +351,21 @@ struct DurableTimersTests {
         let log = FireLog()
         let timers = try DurableTimers(path: database.path, options: exactOptions())
         let release = AsyncGate()
-        try timers.register("slow", payload: Note.self) { note, fire in
+        try await timers.register("slow", payload: Note.self) { note, fire in
             await release.wait()
             log.append(note.text, fire)
         }
-        timers.start()
-        try timers.schedule(key: "slow", after: .zero, handler: "slow", payload: Note(text: "slow"))
-        try timers.schedule(key: "never", after: .seconds(3600), handler: "slow", payload: Note(text: "never"))
+        await timers.start()
+        try await timers.schedule(key: "slow", after: .zero, handler: "slow", payload: Note(text: "slow"))
+        try await timers.schedule(key: "never", after: .seconds(3600), handler: "slow", payload: Note(text: "never"))
         #expect(await eventually { timers.runner.isRunning("slow") })
         let shutdown = Task { await timers.shutdown() }
         try await Task.sleep(for: .milliseconds(50))
         release.open()
         await shutdown.value
         #expect(log.all.map(\.payload) == ["slow"])
-        #expect(try timers.timer(key: "slow") == nil, "completed before shutdown returned")
-        #expect(try timers.timer(key: "never") != nil)
+        #expect(try await timers.timer(key: "slow") == nil, "completed before shutdown returned")
+        #expect(try await timers.timer(key: "never") != nil)
     }
 }
 

@@ -97,7 +97,7 @@ struct DurableBench: AsyncParsableCommand {
         let path = directory.appendingPathComponent("timers.sqlite").path
         let timers = try DurableTimers(path: path, options: options)
         let log = LagLog()
-        try timers.register("bench", payload: Due.self) { payload, _ in log.record(due: Date(timeIntervalSince1970: payload.due)) }
+        try await timers.register("bench", payload: Due.self) { payload, _ in log.record(due: Date(timeIntervalSince1970: payload.due)) }
         var figures = Figures()
 
         // Schedules, batched: the backlog (due in a day), in transactions of 10,000.
@@ -107,7 +107,7 @@ struct DurableBench: AsyncParsableCommand {
         while index < size {
             let count = min(10_000, size - index)
             let batch = (index..<index + count).map { (key: "backlog/\($0)", at: later, payload: Due(due: later.timeIntervalSince1970)) }
-            try timers.schedule(batch, handler: "bench")
+            try await timers.schedule(batch, handler: "bench")
             index += count
         }
         figures.batchedSchedulesPerSecond = Double(size) / Date().timeIntervalSince(began)
@@ -115,16 +115,16 @@ struct DurableBench: AsyncParsableCommand {
         // Schedules, one transaction each.
         began = Date()
         for k in 0..<1_000 {
-            try timers.schedule(key: "single/\(k)", at: later, handler: "bench", payload: Due(due: later.timeIntervalSince1970))
+            try await timers.schedule(key: "single/\(k)", at: later, handler: "bench", payload: Due(due: later.timeIntervalSince1970))
         }
         figures.singleSchedulesPerSecond = 1_000 / Date().timeIntervalSince(began)
 
         // Lag, armed: timers due over the window, the runner running.
-        timers.start()
+        await timers.start()
         let start = Date().addingTimeInterval(0.5)
         for k in 0..<lagTimers {
             let due = start.addingTimeInterval(window * Double(k) / Double(lagTimers))
-            try timers.schedule(key: "armed/\(k)", at: due, handler: "bench", payload: Due(due: due.timeIntervalSince1970))
+            try await timers.schedule(key: "armed/\(k)", at: due, handler: "bench", payload: Due(due: due.timeIntervalSince1970))
         }
         try await waitUntil { log.fired >= lagTimers }
         figures.armedLag = log.take()
@@ -133,7 +133,7 @@ struct DurableBench: AsyncParsableCommand {
         let now = Date()
         let burst = (0..<fireTimers).map { (key: "burst/\($0)", at: now, payload: Due(due: now.timeIntervalSince1970)) }
         began = Date()
-        try timers.schedule(burst, handler: "bench")
+        try await timers.schedule(burst, handler: "bench")
         let scheduled = Date()
         try await waitUntil { log.fired >= lagTimers + fireTimers }
         figures.firesPerSecond = Double(fireTimers) / Date().timeIntervalSince(scheduled)
@@ -142,11 +142,11 @@ struct DurableBench: AsyncParsableCommand {
 
         // Lag, polled: the same store, a poll of due rows every second.
         let poller = try DurableTimers(path: path, options: options)
-        try poller.register("bench", payload: Due.self) { payload, _ in log.record(due: Date(timeIntervalSince1970: payload.due)) }
+        try await poller.register("bench", payload: Due.self) { payload, _ in log.record(due: Date(timeIntervalSince1970: payload.due)) }
         let pollStart = Date().addingTimeInterval(0.5)
         for k in 0..<lagTimers {
             let due = pollStart.addingTimeInterval(window * Double(k) / Double(lagTimers))
-            try poller.schedule(key: "polled/\(k)", at: due, handler: "bench", payload: Due(due: due.timeIntervalSince1970))
+            try await poller.schedule(key: "polled/\(k)", at: due, handler: "bench", payload: Due(due: due.timeIntervalSince1970))
         }
         let pollBase = ContinuousClock.now
         var polls = 0

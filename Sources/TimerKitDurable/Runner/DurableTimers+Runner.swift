@@ -41,6 +41,8 @@ extension DurableTimers {
             var tasks = 0
             var endWaiters: [CheckedContinuation<Void, Never>] = []
             var stopWaiters: [CheckedContinuation<Void, Never>] = []
+            /// The task that follows the store's changes (PostgreSQL's notifications).
+            var follower: Task<Void, Never>?
         }
 
         let state = Locked(State())
@@ -87,6 +89,8 @@ extension DurableTimers {
             let (callbacks, waiters) = state.withLock { state -> ([ScheduledCallback], [CheckedContinuation<Void, Never>]) in
                 guard !state.isStopped else { return ([], []) }
                 state.isStopped = true
+                state.follower?.cancel()
+                state.follower = nil
                 var callbacks = state.armed.values.map(\.callback)
                 if let refill = state.refill { callbacks.append(refill) }
                 state.armed = [:]
@@ -128,7 +132,7 @@ extension DurableTimers {
         private func arm(_ key: String, readyAt: Int64, at: Int64, timers: DurableTimers) {
             let skip = state.withLock { state in state.isStopped || state.armed[key]?.readyAt == readyAt }
             guard !skip else { return }
-            let instant = TimerInstant(kind: timers.clock.kind, nanoseconds: at)
+            let instant = TimerInstant(kind: timers.clock.kind, nanoseconds: at.addingSaturating(-timers.store.clockOffset))
             guard
                 let callback = try? timers.clock.schedule(at: .at(instant), { [weak timers] in
                     timers?.runner.woke(key, readyAt: readyAt, timers: timers)
@@ -149,9 +153,10 @@ extension DurableTimers {
             armIfLoaded(record.key, readyAt: record.readyAt, handler: record.handler, timers: timers)
         }
 
-        private func armIfLoaded(_ key: String, readyAt: Int64, handler: String, timers: DurableTimers) {
+        /// Arms `key` if it is ready within what is loaded and its handler (when known) is registered.
+        func armIfLoaded(_ key: String, readyAt: Int64, handler: String?, timers: DurableTimers) {
             let loaded = state.withLock { state in
-                state.isStarted && !state.isStopped && readyAt <= state.loadedUntil && state.handlers[handler] != nil
+                state.isStarted && !state.isStopped && readyAt <= state.loadedUntil && (handler.map { state.handlers[$0] != nil } ?? true)
             }
             if loaded { arm(key, readyAt: readyAt, at: readyAt, timers: timers) }
         }
@@ -164,7 +169,7 @@ extension DurableTimers {
         /// Loads every timer ready within the horizon and arms it; overdue ones (after downtime) are
         /// spread over `count / catchUpRate` seconds, each at a fixed offset of its key. Then arms
         /// the next refill, halfway through the horizon.
-        func refill(timers: DurableTimers) {
+        func refill(timers: DurableTimers) async {
             guard isStarted else { return }
             let now = timers.now()
             let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
@@ -174,7 +179,7 @@ extension DurableTimers {
             do {
                 let names = handlerNames
                 while true {
-                    let page = try timers.store.ready(namespace: timers.namespace, by: until, handlers: names, after: cursor, limit: Self.pageSize)
+                    let page = try await timers.store.ready(namespace: timers.namespace, by: until, handlers: names, after: cursor, limit: Self.pageSize)
                     loaded += page
                     guard page.count == Self.pageSize, let last = page.last else { break }
                     cursor = DurableTimerCursor(readyAt: last.readyAt, key: last.key)
@@ -204,7 +209,7 @@ extension DurableTimers {
             let callback = try? timers.clock.schedule(at: .at(TimerInstant(kind: timers.clock.kind, nanoseconds: instant))) { [weak timers] in
                 guard let timers else { return }
                 // Off the engine thread: a refill reads the store.
-                Task(executorPreference: timers.clock.taskExecutor) { timers.runner.refill(timers: timers) }
+                timers.runner.spawn(timers: timers) { await timers.runner.refill(timers: timers) }
             }
             let old = state.withLock { state -> ScheduledCallback? in
                 guard !state.isStopped else { return callback }
@@ -237,17 +242,49 @@ extension DurableTimers {
         /// Starts a run of `key` in a task (a manual one: ``DurableTimers/fire(key:)``), unless the
         /// runner has stopped; a wake-up first forgets the wake-up it was armed as.
         func startRun(_ key: String, manual: Bool, armedFor readyAt: Int64? = nil, timers: DurableTimers) {
+            if let readyAt {
+                state.withLock { state in
+                    if state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
+                }
+            }
+            spawn(timers: timers) { await self.run(key, manual: manual, timers: timers) }
+        }
+
+        /// Runs `body` in a task on the clock's executor, counted until it ends (``waitForRunsToEnd()``),
+        /// unless the runner has stopped.
+        func spawn(timers: DurableTimers, _ body: @escaping @Sendable () async -> Void) {
             let go = state.withLock { state -> Bool in
-                if let readyAt, state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
                 guard !state.isStopped else { return false }
                 state.tasks += 1
                 return true
             }
             guard go else { return }
             Task(executorPreference: timers.clock.taskExecutor) {
-                await self.run(key, manual: manual, timers: timers)
+                await body()
                 self.taskEnded()
             }
+        }
+
+        /// Follows the store's changes, if it reports them: arms what other runners wrote within
+        /// the horizon, disarms what they removed, and loads the horizon again when changes may
+        /// have been missed.
+        func follow(_ changes: AsyncStream<DurableTimerChange>, timers: DurableTimers) {
+            let task = Task(executorPreference: timers.clock.taskExecutor) { [weak timers] in
+                for await change in changes {
+                    guard let timers else { return }
+                    switch change {
+                    case .ready(let key, let readyAt, let handler): timers.runner.armIfLoaded(key, readyAt: readyAt, handler: handler, timers: timers)
+                    case .removed(let key): timers.runner.disarm(key)
+                    case .reload: timers.runner.spawn(timers: timers) { await timers.runner.refill(timers: timers) }
+                    }
+                }
+            }
+            let old = state.withLock { state -> Task<Void, Never>? in
+                guard !state.isStopped else { return task }
+                defer { state.follower = task }
+                return state.follower
+            }
+            old?.cancel()
         }
 
         private func taskEnded() {
@@ -270,18 +307,29 @@ extension DurableTimers {
             let owner = timers.owner
             let now = timers.now()
             let leaseUntil = now.addingSaturating(options.lease.saturatingNanoseconds)
-            let claimed: DurableTimerRecord?
+            let claim: DurableClaim
             do {
-                claimed = try store.claim(namespace: namespace, key: key, owner: owner, now: now, leaseUntil: leaseUntil, early: manual)
+                claim = try await store.claim(namespace: namespace, key: key, owner: owner, now: now, leaseUntil: leaseUntil, early: manual)
             } catch {
                 options.onError(error)
                 // Try again after a while; the store holds the timer meanwhile.
                 arm(key, readyAt: now, at: now.addingSaturating(options.retryDelay.saturatingNanoseconds), timers: timers)
                 return
             }
-            guard let record = claimed else { return }  // not ready: run elsewhere, moved, or removed
+            let record: DurableTimerRecord
+            switch claim {
+            case .claimed(let claimed):
+                record = claimed
+            case .notReady(let readyAt):
+                // Moved, or held by another runner's lease: watch it, so that it runs here if that
+                // runner dies (its lease then expires) — a wake-up that finds it gone does nothing.
+                armIfLoaded(key, readyAt: readyAt, handler: nil, timers: timers)
+                return
+            case .gone:
+                return
+            }
             guard let handler = handler(record.handler) else {
-                _ = try? store.release(namespace: namespace, key: key, owner: owner, sequence: record.sequence, readyAt: now)
+                _ = try? await store.release(namespace: namespace, key: key, owner: owner, sequence: record.sequence, readyAt: now)
                 return
             }
             let plan = manual ? OccurrencePlan.manual(record, now: now) : OccurrencePlan.make(record, now: now, grace: options.grace.saturatingNanoseconds)
@@ -310,13 +358,13 @@ extension DurableTimers {
                 }
             }
             do {
-                if try store.finish(namespace: namespace, key: key, owner: owner, sequence: record.sequence, outcome: outcome) {
+                if try await store.finish(namespace: namespace, key: key, owner: owner, sequence: record.sequence, outcome: outcome) {
                     switch outcome {
                     case .advance(let due, _, _): armIfLoaded(key, readyAt: due, handler: record.handler, timers: timers)
                     case .retry(let readyAt, _): armIfLoaded(key, readyAt: readyAt, handler: record.handler, timers: timers)
                     case .delete, .park: break
                     }
-                } else if let current = try store.record(namespace: namespace, key: key), current.sequence == record.sequence {
+                } else if let current = try await store.record(namespace: namespace, key: key), current.sequence == record.sequence {
                     // Still the same occurrence, but another runner holds it: our lease expired.
                     options.onError(.leaseLost(key))
                 }
@@ -336,7 +384,7 @@ extension DurableTimers {
                 [weak timers] _, _ in
                 guard let timers else { return }
                 let leaseUntil = timers.now().addingSaturating(lease)
-                _ = try? store.renew(namespace: namespace, key: key, owner: owner, sequence: sequence, leaseUntil: leaseUntil)
+                Task { _ = try? await store.renew(namespace: namespace, key: key, owner: owner, sequence: sequence, leaseUntil: leaseUntil) }
             }
         }
 

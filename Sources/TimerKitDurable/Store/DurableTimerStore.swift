@@ -13,54 +13,89 @@ package protocol DurableTimerStore: Sendable {
     /// Stores `record` under its namespace and key. With a timer there already, `conflict` decides:
     /// replace it (a new sequence), keep it (returns `false`), or throw ``DurableTimerError/keyInUse(_:)``.
     /// The store assigns the record's sequence.
-    func put(_ record: DurableTimerRecord, conflict: DurableConflict) throws(DurableTimerError) -> Bool
+    func put(_ record: DurableTimerRecord, conflict: DurableConflict) async throws(DurableTimerError) -> Bool
 
     /// Stores many records in one transaction (each as `put` would, with `conflict`); returns how
     /// many were stored.
-    func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) throws(DurableTimerError) -> Int
+    func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int
 
     /// Removes the timer under the key; returns it, or `nil` if there was none.
-    func delete(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord?
+    func delete(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord?
 
     /// The timer under the key.
-    func record(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord?
+    func record(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord?
 
     /// The namespace's timers in (ready time, key) order, at most `limit`, after `cursor` if given.
-    func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError) -> [DurableTimerRecord]
+    func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord]
 
     /// The namespace's timers that are not parked and may be claimed by `by` (ready time at or
     /// before it), whose handler is one of `handlers`, in (ready time, key) order after `cursor`,
     /// at most `limit`.
-    func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError)
+    func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
         -> [DurableTimerRecord]
 
     /// Claims the timer if it is not parked and ready by `now` (its occurrence has come and no live
     /// lease holds it) — or, `early`, if only no live lease holds it (a manual fire): writes
-    /// `owner`, a lease until `leaseUntil` (which is also its new ready time), and one more attempt;
-    /// returns the claimed record, or `nil`.
-    func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) throws(DurableTimerError) -> DurableTimerRecord?
+    /// `owner`, a lease until `leaseUntil` (which is also its new ready time), and one more attempt.
+    /// A store on a clock of its own decides "by now" and the lease's expiry on that clock (the
+    /// lease lasts `leaseUntil - now`). Another runner's claim waits for no lock: a row that is
+    /// being claimed elsewhere is not ready.
+    func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim
 
     /// Ends a claimed occurrence as `outcome` says, if `owner` still holds the timer at `sequence`;
     /// returns whether it did.
-    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) throws(DurableTimerError) -> Bool
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
 
     /// Extends a claim's lease to `leaseUntil`, if `owner` still holds the timer at `sequence`.
-    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) throws(DurableTimerError) -> Bool
+    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool
 
     /// Gives a claim back without using up its attempt (a graceful shutdown, a handler no longer
     /// registered), ready again at `readyAt`, if `owner` still holds the timer at `sequence`.
-    func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) throws(DurableTimerError) -> Bool
+    func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool
 
     /// Moves a timer that no runner holds to the occurrence `due`, ready at `readyAt` (a new
     /// sequence; attempts and the error cleared; a parked timer is scheduled again); returns the
     /// record as stored, or `nil` if there is none.
-    func move(namespace: String, key: String, due: Int64, readyAt: Int64) throws(DurableTimerError) -> DurableTimerRecord?
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord?
 
     /// The namespace's timers whose handler is not one of `handlers`, at most `limit`.
-    func orphans(namespace: String, handlers: [String], limit: Int) throws(DurableTimerError) -> [DurableTimerRecord]
+    func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord]
 
     /// How many timers the namespace holds.
-    func count(namespace: String) throws(DurableTimerError) -> Int
+    func count(namespace: String) async throws(DurableTimerError) -> Int
+
+    /// The store's clock minus the runner's host clock, in nanoseconds, as last measured: 0 for a
+    /// store that decides with the runner's clock (SQLite). The runner reads "now" as its clock
+    /// plus this, and arms wake-ups at a store instant minus this.
+    var clockOffset: Int64 { get }
+
+    /// What other runners change, as the store learns of it (PostgreSQL's `NOTIFY`), or `nil` for
+    /// a store that has no such channel (SQLite: a runner sees other processes' writes at its next
+    /// load of the horizon).
+    func changes(namespace: String) -> AsyncStream<DurableTimerChange>?
+
+    /// Closes the store's connections. Idempotent.
+    func close() async
+}
+
+/// What ``DurableTimerStore/claim(namespace:key:owner:now:leaseUntil:early:)`` found.
+package enum DurableClaim: Sendable {
+    /// Claimed: the record as stored now, with this runner's lease.
+    case claimed(DurableTimerRecord)
+    /// Not ready yet, or held by a live lease: it may next be claimed at `readyAt`.
+    case notReady(readyAt: Int64)
+    /// No timer under the key, or it is parked.
+    case gone
+}
+
+/// A change another runner made, or that its connection may have missed.
+package enum DurableTimerChange: Sendable, Hashable {
+    /// A timer was written ready at `readyAt` (in the store's time), for `handler`.
+    case ready(key: String, readyAt: Int64, handler: String)
+    /// The timer under the key was removed.
+    case removed(key: String)
+    /// Changes may have been missed (the connection dropped and came back): load the horizon again.
+    case reload
 }
 
 /// A position in (ready time, key) order, for paging.
@@ -85,4 +120,11 @@ package enum DurableTimerOutcome: Sendable, Hashable {
     case retry(readyAt: Int64, error: String)
     /// The handler failed for the last time, or the payload cannot be decoded: park the timer.
     case park(error: String)
+}
+
+extension DurableClaim {
+    /// The claimed record, or `nil` if the claim found none ready.
+    package var record: DurableTimerRecord? {
+        if case .claimed(let record) = self { record } else { nil }
+    }
 }

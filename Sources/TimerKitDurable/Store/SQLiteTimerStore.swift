@@ -67,11 +67,11 @@ final class SQLiteTimerStore: DurableTimerStore {
 
     // MARK: Writing
 
-    func put(_ record: DurableTimerRecord, conflict: DurableConflict) throws(DurableTimerError) -> Bool {
+    func put(_ record: DurableTimerRecord, conflict: DurableConflict) async throws(DurableTimerError) -> Bool {
         try write { db in try Self.put(record, conflict: conflict, sequence: Self.nextSequence(db), db) }
     }
 
-    func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) throws(DurableTimerError) -> Int {
+    func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int {
         try write { db in
             var sequence = try Self.nextSequences(records.count, db)
             var stored = 0
@@ -116,25 +116,29 @@ final class SQLiteTimerStore: DurableTimerStore {
         return first
     }
 
-    func delete(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord? {
+    func delete(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
         try write { db in
             try db.row("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", [namespace, key]).map(Self.record)
         }
     }
 
-    func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) throws(DurableTimerError) -> DurableTimerRecord? {
+    func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim {
         try write { db in
             let ready = early ? "(owner IS NULL OR lease_until_ns <= ?)" : "ready_at_ns <= ?"
-            return try db.row("""
+            if let row = try db.row("""
                     UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
                     WHERE namespace = ? AND key = ? AND parked = 0 AND \(ready)
                     RETURNING *
-                    """, [owner, leaseUntil, leaseUntil, namespace, key, now]
-            ).map(Self.record)
+                    """, [owner, leaseUntil, leaseUntil, namespace, key, now])
+            {
+                return .claimed(try Self.record(row))
+            }
+            let readyAt: Int64? = try db.value("SELECT ready_at_ns FROM timerkit_timers WHERE namespace = ? AND key = ? AND parked = 0", [namespace, key])
+            return readyAt.map { .notReady(readyAt: $0) } ?? .gone
         }
     }
 
-    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) throws(DurableTimerError) -> Bool {
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
         try write { db in
             let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"
             let fenceArguments: StatementArguments = [namespace, key, owner, sequence]
@@ -156,14 +160,14 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) throws(DurableTimerError) -> Bool {
+    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
         try write { db in
             try db.run("UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?", [leaseUntil, leaseUntil, namespace, key, owner, sequence])
             return db.changesCount > 0
         }
     }
 
-    func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) throws(DurableTimerError) -> Bool {
+    func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {
         try write { db in
             try db.run("""
                     UPDATE timerkit_timers SET ready_at_ns = ?, attempts = max(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
@@ -173,7 +177,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func move(namespace: String, key: String, due: Int64, readyAt: Int64) throws(DurableTimerError) -> DurableTimerRecord? {
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
         try write { db in
             try db.row("""
                     UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
@@ -186,13 +190,13 @@ final class SQLiteTimerStore: DurableTimerStore {
 
     // MARK: Reading
 
-    func record(namespace: String, key: String) throws(DurableTimerError) -> DurableTimerRecord? {
+    func record(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
         try read { db in
             try db.row("SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", [namespace, key]).map(Self.record)
         }
     }
 
-    func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError) -> [DurableTimerRecord] {
+    func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
         try read { db in
             let (condition, arguments) = Self.after(cursor)
             return try db.rows("SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?", [namespace] + arguments + [limit]
@@ -200,7 +204,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) throws(DurableTimerError)
+    func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
         -> [DurableTimerRecord]
     {
         guard !handlers.isEmpty else { return [] }
@@ -216,7 +220,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func orphans(namespace: String, handlers: [String], limit: Int) throws(DurableTimerError) -> [DurableTimerRecord] {
+    func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
         try read { db in
             let names = handlers.isEmpty ? "" : "AND handler NOT IN (\(Array(repeating: "?", count: handlers.count).joined(separator: ", ")))"
             return try db.rows("SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?", [namespace] + StatementArguments(handlers) + [limit]
@@ -224,9 +228,18 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func count(namespace: String) throws(DurableTimerError) -> Int {
+    func count(namespace: String) async throws(DurableTimerError) -> Int {
         try read { db in try db.value("SELECT count(*) FROM timerkit_timers WHERE namespace = ?", [namespace]) ?? 0 }
     }
+
+    /// SQLite decides with the runner's clock.
+    var clockOffset: Int64 { 0 }
+
+    /// SQLite has no channel for other processes' writes: they are seen at the next load.
+    func changes(namespace: String) -> AsyncStream<DurableTimerChange>? { nil }
+
+    /// GRDB closes the file when the store is released.
+    func close() async {}
 
     // MARK: Plumbing
 
