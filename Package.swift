@@ -1,9 +1,20 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `TIMERKIT_WITHOUT_POSTGRES=1` leaves out the PostgreSQL store and its tests (CI's sanitizer and
+/// driver runs, which have nothing PostgreSQL-specific to find, skip building NIO four times).
+let withPostgres = ProcessInfo.processInfo.environment["TIMERKIT_WITHOUT_POSTGRES"] == nil
+
 // What each product supports (the README's "Platforms" says what is verified how):
 // - TimerKit, TimerKitTesting: Linux and every Apple platform below.
 // - TimerKitDurable (durable timers on SQLite): Linux and macOS, iOS, tvOS, watchOS, visionOS (GRDB's).
+// - TimerKitPostgres (durable timers shared by a fleet, on PostgreSQL): Linux and macOS (servers).
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 let package = Package(
@@ -14,10 +25,12 @@ let package = Package(
         .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
         .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
         .executable(name: "timerkit", targets: ["timerkit"]),
-    ],
+    ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
     dependencies: [
         // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // TimerKitPostgres only: SQLite users never build NIO.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // The command-line tool only; the libraries depend on the toolchain alone.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Tests only: swift-async-algorithms' operators run on TimerKit's clocks. A package that
@@ -51,7 +64,11 @@ let package = Package(
         .testTarget(name: "timerkitTests", dependencies: ["timerkit"]),
         // A process the durable crash tests start and kill (not a product).
         .executableTarget(name: "timerkit-durable-probe", dependencies: ["TimerKitDurable"]),
-        .testTarget(name: "TimerKitDurableTests", dependencies: ["TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe"]),
+        .testTarget(
+            name: "TimerKitDurableTests",
+            dependencies: ["TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe"]
+                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : [])
+        ),
         .testTarget(
             name: "AsyncAlgorithmsInteropTests",
             dependencies: [
@@ -60,6 +77,12 @@ let package = Package(
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
             ]
         ),
-    ],
+    ]
+        + (withPostgres
+            ? [
+                .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", .product(name: "PostgresNIO", package: "postgres-nio")]),
+                // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
+                .executableTarget(name: "timerkit-fleet-probe", dependencies: ["TimerKitPostgres", "TimerKitDurable"]),
+            ] : []),
     swiftLanguageModes: [.v6]
 )

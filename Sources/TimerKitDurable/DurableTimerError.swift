@@ -40,6 +40,13 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
     case leaseLost(String)
     /// The runner has shut down.
     case shutDown
+    /// The database server cannot be reached (it is down, restarting, or the network is), or did
+    /// not answer within the busy timeout. A write may not have happened: try again; runners back
+    /// off and resume by themselves.
+    case unreachable(reason: String)
+    /// The host's clock differs from the database server's by more than the allowed skew. Decisions
+    /// use the database's time regardless; this reports a host whose clock needs attention.
+    case clockSkew(milliseconds: Int64)
 
     public var description: String {
         switch self {
@@ -59,6 +66,8 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
         case .notFound(let key): "no durable timer is stored under '\(key)'"
         case .leaseLost(let key): "the lease on durable timer '\(key)' expired while its handler ran; another runner may have run it too (at-least-once)"
         case .shutDown: "the durable-timer runner has shut down"
+        case .unreachable(let reason): "the durable-timer database cannot be reached (\(reason)); the write may not have happened, try again"
+        case .clockSkew(let milliseconds): "this host's clock is \(milliseconds) ms off the database's; timers still follow the database's time, but fix the host's clock (NTP)"
         }
     }
 }

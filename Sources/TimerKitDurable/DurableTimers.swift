@@ -287,7 +287,7 @@ public final class DurableTimers: Sendable {
     // MARK: Plumbing
 
     /// The durable clock's reading, in nanoseconds since 1970.
-    func now() -> Int64 { clock.now.nanoseconds.addingSaturating(store.clockOffset) }
+    func now() -> Int64 { clock.now.nanoseconds.addingSaturating(store.hostSkew).addingSaturating(store.clockOffset) }
 
     private func put<Payload: Codable & Sendable>(
         key: String, handler: String, payload: Payload, recurrence: DurableTimerRecord.Recurrence, misfire: MisfirePolicy, due: Int64, conflict: DurableConflict

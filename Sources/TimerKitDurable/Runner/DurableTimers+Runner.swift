@@ -132,7 +132,7 @@ extension DurableTimers {
         private func arm(_ key: String, readyAt: Int64, at: Int64, timers: DurableTimers) {
             let skip = state.withLock { state in state.isStopped || state.armed[key]?.readyAt == readyAt }
             guard !skip else { return }
-            let instant = TimerInstant(kind: timers.clock.kind, nanoseconds: at.addingSaturating(-timers.store.clockOffset))
+            let instant = TimerInstant(kind: timers.clock.kind, nanoseconds: at.addingSaturating(-timers.store.clockOffset).addingSaturating(-timers.store.hostSkew))
             guard
                 let callback = try? timers.clock.schedule(at: .at(instant), { [weak timers] in
                     timers?.runner.woke(key, readyAt: readyAt, timers: timers)

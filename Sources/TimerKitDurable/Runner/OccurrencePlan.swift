@@ -119,13 +119,13 @@ struct OccurrencePlan: Equatable {
 
 extension Date {
     /// The instant `nanoseconds` after 1970-01-01 00:00 UTC.
-    init(nanosecondsSince1970 nanoseconds: Int64) {
+    package init(nanosecondsSince1970 nanoseconds: Int64) {
         self.init(timeIntervalSince1970: TimeInterval(nanoseconds / 1_000_000_000) + TimeInterval(nanoseconds % 1_000_000_000) / 1e9)
     }
 
     /// Nanoseconds since 1970-01-01 00:00 UTC, rounded up to the next whole nanosecond (so that a
     /// deadline read from a `Date` is never earlier than the `Date`), saturating.
-    var nanosecondsSince1970: Int64 {
+    package var nanosecondsSince1970: Int64 {
         let seconds = timeIntervalSince1970.rounded(.down)
         guard seconds > -9.2e9, seconds < 9.2e9 else { return seconds < 0 ? .min : .max }
         let fraction = ((timeIntervalSince1970 - seconds) * 1e9).rounded(.up)

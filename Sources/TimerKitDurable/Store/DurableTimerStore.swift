@@ -69,6 +69,10 @@ package protocol DurableTimerStore: Sendable {
     /// plus this, and arms wake-ups at a store instant minus this.
     var clockOffset: Int64 { get }
 
+    /// How far the host's clock is pretended to be off (the fleet tests' injected skew): the runner
+    /// reads its clock plus this as the host's time. 0 but in tests.
+    var hostSkew: Int64 { get }
+
     /// What other runners change, as the store learns of it (PostgreSQL's `NOTIFY`), or `nil` for
     /// a store that has no such channel (SQLite: a runner sees other processes' writes at its next
     /// load of the horizon).
@@ -120,6 +124,10 @@ package enum DurableTimerOutcome: Sendable, Hashable {
     case retry(readyAt: Int64, error: String)
     /// The handler failed for the last time, or the payload cannot be decoded: park the timer.
     case park(error: String)
+}
+
+extension DurableTimerStore {
+    package var hostSkew: Int64 { 0 }
 }
 
 extension DurableClaim {

@@ -3,8 +3,8 @@ import TimerKit
 
 /// How recurrences and misfire policies are written in a store's columns: short, stable text, so
 /// that a row written by one version of TimerKit reads in the next.
-enum StoredForms {
-    static func misfire(_ policy: MisfirePolicy) -> String {
+package enum StoredForms {
+    package static func misfire(_ policy: MisfirePolicy) -> String {
         switch policy {
         case .once: "once"
         case .skip: "skip"
@@ -13,7 +13,7 @@ enum StoredForms {
         }
     }
 
-    static func misfire(from text: String) -> MisfirePolicy? {
+    package static func misfire(from text: String) -> MisfirePolicy? {
         if text == "once" { return .once }
         if text == "skip" { return .skip }
         if text.hasPrefix("all:"), let max = Int(text.dropFirst(4)) { return .all(max: max) }
@@ -22,7 +22,7 @@ enum StoredForms {
     }
 
     /// (interval nanoseconds, rule JSON) columns of a recurrence.
-    static func columns(_ recurrence: DurableTimerRecord.Recurrence) -> (interval: Int64?, rule: String?) {
+    package static func columns(_ recurrence: DurableTimerRecord.Recurrence) -> (interval: Int64?, rule: String?) {
         switch recurrence {
         case .none: (nil, nil)
         case .interval(let nanoseconds): (nanoseconds, nil)
@@ -30,7 +30,7 @@ enum StoredForms {
         }
     }
 
-    static func recurrence(interval: Int64?, rule: String?) -> DurableTimerRecord.Recurrence? {
+    package static func recurrence(interval: Int64?, rule: String?) -> DurableTimerRecord.Recurrence? {
         if let interval { return .interval(interval) }
         if let rule {
             guard let data = rule.data(using: .utf8), let decoded = try? JSONDecoder().decode(CalendarRule.self, from: data) else { return nil }

@@ -1,0 +1,40 @@
+import PostgresNIO
+import TimerKit
+import TimerKitDurable
+
+extension DurableTimers {
+    /// Connects to PostgreSQL and makes a runner for the timers of `namespace` there, shared with
+    /// every other instance that uses the same database and namespace: each occurrence runs on one
+    /// instance at a time. Creates the schema if it is missing (safe from every instance at once).
+    /// Call ``DurableTimers/run()`` (or ``DurableTimers/start()``) to fire them.
+    ///
+    /// Time is the database's: due times, leases and "now" are read from the server's clock, and
+    /// the instance arms its engine at its own clock's reading of them (it measures the offset at
+    /// each connection and every ten seconds).
+    ///
+    /// - Parameters:
+    ///   - configuration: Where the database is and how to reach it (postgres-nio's).
+    ///   - maximumClockSkew: An offset between this host's clock and the database's beyond which
+    ///     ``DurableTimerError/clockSkew(milliseconds:)`` is reported to ``DurableTimers/Options/onError``.
+    /// - Throws: ``DurableTimerError/unreachable(reason:)`` when the database cannot be reached
+    ///   within ``DurableTimers/Options/busyTimeout``, ``DurableTimerError/store(reason:)`` when it
+    ///   refuses the schema (no permission, say), ``DurableTimerError/invalidKey(_:)`` for an empty
+    ///   namespace.
+    public convenience init(
+        postgres configuration: PostgresClient.Configuration, namespace: String = "default", options: Options = Options(),
+        maximumClockSkew: Duration = .seconds(1)
+    ) async throws(DurableTimerError) {
+        try await self.init(postgres: configuration, namespace: namespace, options: options, maximumClockSkew: maximumClockSkew, hostClockSkew: .zero)
+    }
+
+    /// For the fleet tests: a host whose clock reads `hostClockSkew` off the true time.
+    package convenience init(
+        postgres configuration: PostgresClient.Configuration, namespace: String = "default", options: Options = Options(),
+        maximumClockSkew: Duration = .seconds(1), hostClockSkew: Duration
+    ) async throws(DurableTimerError) {
+        let store = try await PostgresTimerStore(
+            configuration: configuration, timeSource: .database, notifyWithin: options.horizon, timeout: options.busyTimeout, maximumSkew: maximumClockSkew,
+            hostSkew: hostClockSkew.saturatingNanoseconds, onError: options.onError)
+        try self.init(store: store, namespace: namespace, clock: .wall, options: options)
+    }
+}

@@ -1,0 +1,516 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TimerKit
+import TimerKitDurable
+
+/// Durable timers in PostgreSQL, shared by every instance of a fleet.
+///
+/// One table keyed by (namespace, key) and a partial index on (namespace, ready time, key) for the
+/// rows that are not parked; a sequence numbers the occurrences. Every decision about time — is a
+/// timer due, has a lease expired, how long does a new lease last — is made in SQL with the
+/// database's clock (`timerkit_now_ns()`), so hosts whose clocks disagree cannot fire one
+/// occurrence twice or skip it. A claim is one `UPDATE` of the row picked `FOR UPDATE SKIP LOCKED`:
+/// instances never wait for each other's row locks, and there is no global lock.
+///
+/// A write that makes a timer ready within the horizon sends `NOTIFY timerkit` in its own
+/// transaction; every instance listens on a connection of its own and arms the timer at once.
+/// When that connection drops, the instance reconnects with a growing pause and loads its horizon
+/// again (notifications sent meanwhile are lost, the rows are not).
+final class PostgresTimerStore: DurableTimerStore {
+    /// Whose clock decides.
+    enum TimeSource: Sendable {
+        /// The database server's: the default, and what a fleet needs.
+        case database
+        /// The runner's (tests on a virtual clock: the runner passes its readings).
+        case host
+    }
+
+    let client: PostgresClient
+    let configuration: PostgresClient.Configuration
+    let timeSource: TimeSource
+    /// Writes ready within this many nanoseconds of now notify the other instances.
+    let notifyWithin: Int64
+    /// How long a call waits for the database before ``DurableTimerError/unreachable(reason:)``.
+    let timeout: Duration
+    /// The largest |host − database| that is not reported.
+    let maximumSkew: Int64
+    let onError: @Sendable (DurableTimerError) -> Void
+    let logger: Logger
+    let hostSkew: Int64
+
+    private let offset = Locked<Int64>(0)
+    private let tasks = Locked<(run: Task<Void, Never>?, listeners: [Task<Void, Never>], closed: Bool)>((nil, [], false))
+
+    /// The channel of the notifications (lowercase: `LISTEN` names are case-sensitive).
+    static let channel = "timerkit"
+    /// Batches larger than this notify once ("load again") instead of once per timer.
+    static let notifyEachUpTo = 64
+
+    init(
+        configuration: PostgresClient.Configuration, timeSource: TimeSource, notifyWithin: Duration, timeout: Duration, maximumSkew: Duration,
+        hostSkew: Int64 = 0, onError: @escaping @Sendable (DurableTimerError) -> Void
+    ) async throws(DurableTimerError) {
+        self.hostSkew = hostSkew
+        self.configuration = configuration
+        self.timeSource = timeSource
+        self.notifyWithin = notifyWithin.saturatingNanoseconds
+        self.timeout = timeout
+        self.maximumSkew = maximumSkew.saturatingNanoseconds
+        self.onError = onError
+        var logger = Logger(label: "TimerKitPostgres")
+        logger.logLevel = .warning
+        self.logger = logger
+        client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        let client = client
+        tasks.withLock { $0.run = Task { await client.run() } }
+        do {
+            try await migrate()
+            if timeSource == .database { try await measureOffset() }
+        } catch {
+            await close()
+            throw error
+        }
+    }
+
+    deinit {
+        let (run, listeners) = tasks.withLock { ($0.run, $0.listeners) }
+        run?.cancel()
+        for listener in listeners { listener.cancel() }
+    }
+
+    /// Keeps tasks that end with the store.
+    func keep(_ tasks: [Task<Void, Never>]) {
+        let closed = self.tasks.withLock { state in
+            if !state.closed { state.listeners += tasks }
+            return state.closed
+        }
+        if closed { for task in tasks { task.cancel() } }
+    }
+
+    func close() async {
+        let (run, listeners) = tasks.withLock { state in
+            defer { state = (nil, [], true) }
+            return (state.run, state.listeners)
+        }
+        for listener in listeners {
+            listener.cancel()
+            await listener.value
+        }
+        run?.cancel()
+        await run?.value
+    }
+
+    // MARK: Schema
+
+    /// Creates the schema if it is missing. Safe from every instance at once: the statements run in
+    /// one transaction behind a transaction-scoped advisory lock.
+    private func migrate() async throws(DurableTimerError) {
+        try await call { client, logger in
+            try await client.withTransaction(logger: logger) { connection in
+                try await connection.query("SELECT pg_advisory_xact_lock(7412193650)", logger: logger)
+                for statement in Self.schema {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+            }
+        }
+    }
+
+    /// The schema, statement by statement; every statement can run again.
+    static let schema = [
+        """
+        CREATE TABLE IF NOT EXISTS timerkit_timers (
+            namespace text NOT NULL,
+            key text NOT NULL,
+            handler text NOT NULL,
+            payload bytea NOT NULL,
+            interval_ns bigint,
+            rule text,
+            misfire text NOT NULL,
+            due_ns bigint NOT NULL,
+            ready_at_ns bigint NOT NULL,
+            sequence bigint NOT NULL,
+            fire_count bigint NOT NULL DEFAULT 0,
+            attempts integer NOT NULL DEFAULT 0,
+            skipped integer NOT NULL DEFAULT 0,
+            last_error text,
+            parked boolean NOT NULL DEFAULT false,
+            owner text,
+            lease_until_ns bigint,
+            PRIMARY KEY (namespace, key)
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS timerkit_timers_ready ON timerkit_timers (namespace, ready_at_ns, key) WHERE NOT parked",
+        "CREATE SEQUENCE IF NOT EXISTS timerkit_sequence",
+        """
+        CREATE OR REPLACE FUNCTION timerkit_now_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
+        $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint $$
+        """,
+    ]
+
+    // MARK: Time
+
+    var clockOffset: Int64 { offset.withLock { $0 } }
+
+    /// Measures the database's clock against the host's: the midpoint of a round trip. Reports a
+    /// skew past the limit.
+    func measureOffset() async throws(DurableTimerError) {
+        let (before, database, after) = try await call { client, logger in
+            let before = TimerClock.wall.now.nanoseconds
+            let rows = try await client.query("SELECT timerkit_now_ns()", logger: logger)
+            var database: Int64 = 0
+            for try await value in rows.decode(Int64.self) { database = value }
+            return (before, database, TimerClock.wall.now.nanoseconds)
+        }
+        let measured = database - (before / 2 + after / 2) - hostSkew
+        offset.withLock { $0 = measured }
+        if abs(measured) > maximumSkew { onError(.clockSkew(milliseconds: measured / 1_000_000)) }
+    }
+
+    /// `now` as SQL: the runner's reading for a host-time store, the database's otherwise.
+    private func now(_ reading: Int64) -> Int64? { timeSource == .host ? reading : nil }
+
+    // MARK: Writing
+
+    func put(_ record: DurableTimerRecord, conflict: DurableConflict) async throws(DurableTimerError) -> Bool {
+        try await putAll([record], conflict: conflict) == 1
+    }
+
+    func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int {
+        guard !records.isEmpty else { return 0 }
+        let columns = Columns(records)
+        let onConflict =
+            switch conflict {
+            case .replace:
+                """
+                ON CONFLICT (namespace, key) DO UPDATE SET handler = excluded.handler, payload = excluded.payload,
+                    interval_ns = excluded.interval_ns, rule = excluded.rule, misfire = excluded.misfire, due_ns = excluded.due_ns,
+                    ready_at_ns = excluded.ready_at_ns, sequence = excluded.sequence, fire_count = 0, attempts = 0, skipped = 0,
+                    last_error = NULL, parked = false, owner = NULL, lease_until_ns = NULL
+                """
+            case .keep: "ON CONFLICT (namespace, key) DO NOTHING"
+            case .fail: ""
+            }
+        let notify = records.count <= Self.notifyEachUpTo ? "each" : "once"
+        let horizon = notifyWithin
+        do {
+            return try await call { client, logger in
+                let rows = try await client.query(
+                    """
+                    WITH written AS (
+                        INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence)
+                        SELECT s, k, h, convert_to(p, 'UTF8'), nullif(i, 0), nullif(r, ''), m, d, d, nextval('timerkit_sequence')
+                        FROM unnest(\(columns.namespaces)::text[], \(columns.keys)::text[], \(columns.handlers)::text[], \(columns.payloads)::text[], \(columns.intervals)::bigint[],
+                                    \(columns.rules)::text[], \(columns.misfires)::text[], \(columns.dues)::bigint[]) AS w(s, k, h, p, i, r, m, d)
+                        \(unescaped: onConflict)
+                        RETURNING namespace, key, handler, ready_at_ns
+                    ),
+                    soon AS (SELECT * FROM written WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)),
+                    notified AS (
+                        SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                        FROM soon WHERE \(notify) = 'each'
+                        UNION ALL
+                        SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'reload', true)::text)
+                        FROM (SELECT DISTINCT namespace FROM soon) AS namespaces WHERE \(notify) = 'once'
+                    )
+                    SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM notified)
+                    """, logger: logger)
+                var stored: Int64 = 0
+                for try await (count, _) in rows.decode((Int64, Int64).self) { stored = count }
+                return Int(stored)
+            }
+        } catch .store(let reason) where reason.contains("23505") {
+            throw .keyInUse(records.count == 1 ? records[0].key : "one of \(records.count) keys")
+        }
+    }
+
+    func delete(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
+        try await fetchOne("DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) RETURNING \(unescaped: Self.allColumns)")
+    }
+
+    func claim(namespace: String, key: String, owner: String, now reading: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim {
+        let lease = leaseUntil - reading
+        let now = now(reading)
+        let ready = early ? "(t.owner IS NULL OR t.lease_until_ns <= c.ns)" : "t.ready_at_ns <= c.ns"
+        let claimed = try await fetchOne(
+            """
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            target AS (
+                SELECT t.namespace, t.key FROM timerkit_timers t, c
+                WHERE t.namespace = \(namespace) AND t.key = \(key) AND NOT t.parked AND \(unescaped: ready)
+                FOR UPDATE OF t SKIP LOCKED
+            )
+            UPDATE timerkit_timers t SET owner = \(owner), lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease), attempts = t.attempts + 1
+            FROM target, c WHERE t.namespace = target.namespace AND t.key = target.key
+            RETURNING \(unescaped: Self.columns(prefix: "t."))
+            """)
+        if let claimed { return .claimed(claimed) }
+        let readyAt = try await call { client, logger in
+            let rows = try await client.query(
+                "SELECT ready_at_ns FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND NOT parked", logger: logger)
+            var readyAt: Int64?
+            for try await value in rows.decode(Int64.self) { readyAt = value }
+            return readyAt
+        }
+        return readyAt.map { .notReady(readyAt: $0) } ?? .gone
+    }
+
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
+        switch outcome {
+        case .delete:
+            return try await changed("DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns", notify: false)
+        case .advance(let due, let skipped, let fired):
+            return try await changed(
+                """
+                UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(due), sequence = nextval('timerkit_sequence'), skipped = \(Int64(skipped)),
+                    fire_count = fire_count + \(fired ? Int64(1) : 0), attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
+                WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
+                """, notify: true)
+        case .retry(let readyAt, let error):
+            return try await changed(
+                """
+                UPDATE timerkit_timers SET ready_at_ns = \(readyAt), last_error = \(error), owner = NULL, lease_until_ns = NULL
+                WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
+                """, notify: true)
+        case .park(let error):
+            return try await changed(
+                """
+                UPDATE timerkit_timers SET parked = true, last_error = \(error), owner = NULL, lease_until_ns = NULL
+                WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
+                """, notify: false)
+        }
+    }
+
+    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
+        // The lease runs from the database's now for as long as the runner asked from its own.
+        let lease = leaseUntil - TimerClock.wall.now.nanoseconds.addingSaturating(hostSkew).addingSaturating(clockOffset)
+        let now = timeSource == .host ? leaseUntil - lease : nil
+        return try await changed(
+            """
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns)
+            UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease) FROM c
+            WHERE t.namespace = \(namespace) AND t.key = \(key) AND t.owner = \(owner) AND t.sequence = \(sequence)
+            RETURNING t.namespace, t.key, t.handler, t.ready_at_ns
+            """, notify: false)
+    }
+
+    func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {
+        try await changed(
+            """
+            UPDATE timerkit_timers SET ready_at_ns = \(readyAt), attempts = greatest(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
+            WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence)
+            RETURNING namespace, key, handler, ready_at_ns
+            """, notify: true)
+    }
+
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
+        let horizon = notifyWithin
+        return try await fetchOne(
+            """
+            WITH moved AS (
+                UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(readyAt), sequence = nextval('timerkit_sequence'), attempts = 0,
+                    skipped = 0, last_error = NULL, parked = false
+                WHERE namespace = \(namespace) AND key = \(key) AND owner IS NULL
+                RETURNING \(unescaped: Self.allColumns)
+            ),
+            notified AS (
+                SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                FROM moved WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)
+            )
+            SELECT moved.* FROM moved LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            """)
+    }
+
+    // MARK: Reading
+
+    func record(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
+        try await fetchOne("SELECT \(unescaped: Self.allColumns) FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key)")
+    }
+
+    func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
+        try await fetchAll(
+            """
+            SELECT \(unescaped: Self.allColumns) FROM timerkit_timers
+            WHERE namespace = \(namespace) AND (\(cursor == nil) OR ready_at_ns > \(cursor?.readyAt ?? 0) OR (ready_at_ns = \(cursor?.readyAt ?? 0) AND key > \(cursor?.key ?? "")))
+            ORDER BY ready_at_ns, key LIMIT \(Int64(limit))
+            """)
+    }
+
+    func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+    {
+        guard !handlers.isEmpty else { return [] }
+        return try await fetchAll(
+            """
+            SELECT \(unescaped: Self.allColumns) FROM timerkit_timers
+            WHERE namespace = \(namespace) AND NOT parked AND ready_at_ns <= \(by) AND handler = ANY(\(handlers)::text[])
+                AND (\(cursor == nil) OR ready_at_ns > \(cursor?.readyAt ?? 0) OR (ready_at_ns = \(cursor?.readyAt ?? 0) AND key > \(cursor?.key ?? "")))
+            ORDER BY ready_at_ns, key LIMIT \(Int64(limit))
+            """)
+    }
+
+    func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
+        try await fetchAll(
+            """
+            SELECT \(unescaped: Self.allColumns) FROM timerkit_timers
+            WHERE namespace = \(namespace) AND NOT (handler = ANY(\(handlers)::text[])) ORDER BY key LIMIT \(Int64(limit))
+            """)
+    }
+
+    func count(namespace: String) async throws(DurableTimerError) -> Int {
+        try await call { client, logger in
+            let rows = try await client.query("SELECT count(*) FROM timerkit_timers WHERE namespace = \(namespace)", logger: logger)
+            var count: Int64 = 0
+            for try await value in rows.decode(Int64.self) { count = value }
+            return Int(count)
+        }
+    }
+
+    // MARK: Plumbing
+
+    /// The columns a record is read from, in `record(_:)`'s order.
+    static let allColumns = columns(prefix: "")
+
+    static func columns(prefix: String) -> String {
+        [
+            "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
+            "skipped", "last_error", "parked", "owner", "lease_until_ns",
+        ].map { prefix + $0 }.joined(separator: ", ")
+    }
+
+    private static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
+        let (namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner, leaseUntil) =
+            try row.decode(
+                (String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?).self)
+        guard let policy = StoredForms.misfire(from: misfire) else {
+            throw DurableTimerError.store(reason: "timer '\(key)' has an unknown misfire policy '\(misfire)'")
+        }
+        guard let recurrence = StoredForms.recurrence(interval: interval, rule: rule) else {
+            throw DurableTimerError.store(reason: "timer '\(key)' has a calendar rule this version cannot read")
+        }
+        var record = DurableTimerRecord(namespace: namespace, key: key, handler: handler, payload: payload, recurrence: recurrence, misfire: policy, due: due)
+        record.readyAt = readyAt
+        record.sequence = sequence
+        record.fireCount = fireCount
+        record.attempts = Int(attempts)
+        record.skipped = Int(skipped)
+        record.lastError = lastError
+        record.isParked = parked
+        record.owner = owner
+        record.leaseUntil = leaseUntil
+        return record
+    }
+
+    private func fetchAll(_ query: PostgresQuery) async throws(DurableTimerError) -> [DurableTimerRecord] {
+        try await call { client, logger in
+            var records: [DurableTimerRecord] = []
+            for try await row in try await client.query(query, logger: logger) { records.append(try Self.record(row)) }
+            return records
+        }
+    }
+
+    private func fetchOne(_ query: PostgresQuery) async throws(DurableTimerError) -> DurableTimerRecord? {
+        try await fetchAll(query).first
+    }
+
+    /// Runs a statement that returns (key, handler, ready time) of the rows it changed; with
+    /// `notify`, tells the other instances of a row ready within the horizon. Returns whether a
+    /// row changed.
+    private func changed(_ query: PostgresQuery, notify: Bool) async throws(DurableTimerError) -> Bool {
+        var sql = query
+        if notify {
+            sql = PostgresQuery(
+                unsafeSQL: """
+                    WITH changed AS (\(query.sql)),
+                    notified AS (
+                        SELECT pg_notify('\(Self.channel)', json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                        FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
+                    )
+                    SELECT count(*), (SELECT count(*) FROM notified) FROM changed
+                    """, binds: query.binds)
+        } else {
+            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)) SELECT count(*), 0::bigint FROM changed", binds: query.binds)
+        }
+        let final = sql
+        return try await call { client, logger in
+            var count: Int64 = 0
+            for try await (changed, _) in try await client.query(final, logger: logger).decode((Int64, Int64).self) { count = changed }
+            return count > 0
+        }
+    }
+
+    /// Runs `body` against the database within the timeout, mapping its failures.
+    func call<T: Sendable>(_ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(DurableTimerError) -> T {
+        let client = client
+        let logger = logger
+        let timeout = timeout
+        do {
+            return try await withThrowingTaskGroup(of: T?.self) { group in
+                group.addTask { try await body(client, logger) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let value = first else {
+                    throw DurableTimerError.unreachable(reason: "no answer within \(timeout)")
+                }
+                return value
+            }
+        } catch {
+            throw Self.mapped(error)
+        }
+    }
+
+    /// A failure of the database or the connection as a ``DurableTimerError``.
+    static func mapped(_ error: any Error) -> DurableTimerError {
+        if let error = error as? DurableTimerError { return error }
+        if let error = error as? PostgresTransactionError {
+            return mapped(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? CancellationError())
+        }
+        if let error = error as? PSQLError {
+            let state = error.serverInfo?[.sqlState]
+            let message = error.serverInfo?[.message] ?? "\(error.code)"
+            switch error.code {
+            case .server:
+                // Class 08: connection exceptions; 57P0x: the server is shutting down or starting.
+                if let state, state.hasPrefix("08") || state.hasPrefix("57P") { return .unreachable(reason: "\(message) (\(state))") }
+                return .store(reason: "\(message) (\(state ?? "?"))")
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed:
+                return .unreachable(reason: "\(error.code)\(error.underlying.map { ": \($0)" } ?? "")")
+            default:
+                return .store(reason: String(reflecting: error))
+            }
+        }
+        if error is CancellationError { return .unreachable(reason: "cancelled") }
+        return .unreachable(reason: "\(error)")
+    }
+}
+
+/// The columns of a batch of records, as arrays bound to one statement.
+private struct Columns {
+    var namespaces: [String] = []
+    var keys: [String] = []
+    var handlers: [String] = []
+    var payloads: [String] = []
+    /// 0 for none (an interval is never 0).
+    var intervals: [Int64] = []
+    /// Empty for none.
+    var rules: [String] = []
+    var misfires: [String] = []
+    var dues: [Int64] = []
+
+    init(_ records: [DurableTimerRecord]) {
+        for record in records {
+            let (interval, rule) = StoredForms.columns(record.recurrence)
+            namespaces.append(record.namespace)
+            keys.append(record.key)
+            handlers.append(record.handler)
+            payloads.append(String(decoding: record.payload, as: UTF8.self))
+            intervals.append(interval ?? 0)
+            rules.append(rule ?? "")
+            misfires.append(StoredForms.misfire(record.misfire))
+            dues.append(record.due)
+        }
+    }
+}

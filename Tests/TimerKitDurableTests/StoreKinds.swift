@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+@testable import TimerKit
+@testable import TimerKitDurable
+#if canImport(TimerKitPostgres)
+@testable import TimerKitPostgres
+import PostgresNIO
+#endif
+
+/// The stores the seam's suite runs against: SQLite always, PostgreSQL when the package is built
+/// with it (see `Scripts/with-postgres`).
+enum StoreKind: String, CaseIterable, CustomStringConvertible {
+    case sqlite
+    #if canImport(TimerKitPostgres)
+    case postgres
+    #endif
+
+    var description: String { rawValue }
+
+    /// A fresh store for one test: a new SQLite file, or a namespace of its own in the test
+    /// server (runners on a virtual clock pass its readings: the store uses them as its time).
+    /// Returns the store and the namespace to use.
+    func makeStore(file: TemporaryDatabase) async throws -> (store: any DurableTimerStore, namespace: String) {
+        switch self {
+        case .sqlite:
+            return (try SQLiteTimerStore(path: file.path, busyTimeout: .seconds(5), durability: .normal), "default")
+        #if canImport(TimerKitPostgres)
+        case .postgres:
+            let store = try await PostgresTimerStore(
+                configuration: try TestServer.configuration(), timeSource: .host, notifyWithin: .seconds(60), timeout: .seconds(10),
+                maximumSkew: .seconds(1), onError: { _ in })
+            return (store, "test-\(UUID().uuidString)")
+        #endif
+        }
+    }
+}
+
+#if canImport(TimerKitPostgres)
+/// The PostgreSQL server the tests use: `TIMERKIT_POSTGRES_URL`, which `Scripts/with-postgres`
+/// sets. Without it the PostgreSQL tests fail, saying so (never a silent skip).
+enum TestServer {
+    struct Missing: Error, CustomStringConvertible {
+        var description: String {
+            "TIMERKIT_POSTGRES_URL is not set: run the tests with a server, `Scripts/with-postgres swift test` (it starts one on loopback)"
+        }
+    }
+
+    static var url: String? { ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_URL"] }
+
+    static func configuration() throws -> PostgresClient.Configuration {
+        guard let url, let configuration = PostgresURL.configuration(url) else { throw Missing() }
+        return configuration
+    }
+
+    /// `pg_ctl` for the test cluster (restart it with `restart -m fast -w`).
+    static var control: String? { ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_CTL"] }
+}
+#endif
