@@ -10,6 +10,7 @@ let package = Package(
     products: [
         .executable(name: "timerkit-bench", targets: ["timerkit-bench"]),
         .executable(name: "timerkit-durable-bench", targets: ["timerkit-durable-bench"]),
+        .executable(name: "timerkit-fleet-bench", targets: ["timerkit-fleet-bench"]),
     ],
     dependencies: [
         // Named, so that the reference below does not depend on the name of the clone's folder.
@@ -17,6 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // clock_nanosleep, mallinfo2, getrusage, prctl and /proc readings, callable from Swift.
@@ -37,6 +39,17 @@ let package = Package(
             name: "timerkit-durable-bench",
             dependencies: [
                 .product(name: "TimerKitDurable", package: "TimerKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        // Durable timers on PostgreSQL across 1, 2 and 4 instances, armed vs a 1 s poll.
+        .executableTarget(
+            name: "timerkit-fleet-bench",
+            dependencies: [
+                .product(name: "TimerKitDurable", package: "TimerKit"),
+                .product(name: "TimerKitPostgres", package: "TimerKit"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "TimerKit", package: "TimerKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -7,10 +7,10 @@ import TimerKit
 /// struct SaleEnd: Codable, Sendable { var sale: String }
 ///
 /// let timers = try DurableTimers(path: "timers.sqlite")
-/// try timers.register("sale.end", payload: SaleEnd.self) { payload, fire in
+/// try await timers.register("sale.end", payload: SaleEnd.self) { payload, fire in
 ///     try await closeSale(payload.sale, idempotencyKey: fire.idempotencyKey)
 /// }
-/// try timers.schedule(key: "sale/42", at: eightPM, handler: "sale.end", payload: SaleEnd(sale: "42"))
+/// try await timers.schedule(key: "sale/42", at: eightPM, handler: "sale.end", payload: SaleEnd(sale: "42"))
 /// try await timers.run()  // until the task is cancelled
 /// ```
 ///

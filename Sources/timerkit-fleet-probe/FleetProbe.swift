@@ -1,13 +1,13 @@
 // One instance of a fleet of durable-timer runners on PostgreSQL, which the fleet tests and the
 // benchmark start, kill (SIGKILL) and freeze (SIGSTOP).
 //
-// usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--hang] [--until-empty] [--skew-ms N]
+// usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N]
 //
 // URL is postgres://USER[:PASSWORD]@HOST:PORT/DATABASE. Registers the handler "fleet" (payload:
 // the due time in ns since 1970, as a string) and runs the namespace's timers on the database's
 // time. Each run appends "start KEY SEQUENCE ATTEMPT NAME LATENESS_NS" to LOG before it works and
 // "done KEY SEQUENCE NAME" after, each line in one write(2) to a file opened with O_APPEND. With
-// --until-empty it exits once the namespace holds no timer; otherwise at SIGTERM or SIGINT.
+// --until-empty it exits once the namespace, having held timers, holds none; otherwise at SIGTERM or SIGINT.
 // --skew-ms pretends the host's clock is off by N ms: the runner's offset to the database absorbs it.
 import Foundation
 import PostgresNIO
@@ -37,10 +37,11 @@ enum FleetProbe {
         }
         let lease = option("--lease-ms") ?? 1_000
         let skew = option("--skew-ms") ?? 0
+        let slow = option("--slow-ms") ?? 0
         let hang = flag("--hang")
         let untilEmpty = flag("--until-empty")
         guard arguments.count == 4, let configuration = PostgresURL.configuration(arguments[0]) else {
-            FileHandle.standardError.write(Data("usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--hang] [--until-empty] [--skew-ms N]\n".utf8))
+            FileHandle.standardError.write(Data("usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N]\n".utf8))
             exit(64)
         }
         let (namespace, name) = (arguments[1], arguments[3])
@@ -63,6 +64,7 @@ enum FleetProbe {
                 let lateness = fire.firedAt.nanosecondsSince1970 - (Int64(due) ?? 0)
                 append("start \(fire.key) \(fire.sequence) \(fire.attempt) \(name) \(lateness)", to: log)
                 if hang { try await Task.sleep(for: .seconds(3600)) }
+                if slow > 0 { try await Task.sleep(for: .milliseconds(slow)) }
                 append("done \(fire.key) \(fire.sequence) \(name)", to: log)
             }
             let running = Task { await timers.run() }
@@ -71,8 +73,11 @@ enum FleetProbe {
                 source.resume()
             }
             if untilEmpty {
+                var seenTimers = false
                 while !running.isCancelled {
-                    if (try? await timers.count()) == 0 { break }
+                    let count = try? await timers.count()
+                    if count == 0, seenTimers { break }
+                    if let count, count > 0 { seenTimers = true }
                     try? await Task.sleep(for: .milliseconds(50))
                 }
                 running.cancel()

@@ -43,6 +43,10 @@ extension DurableTimers {
             var stopWaiters: [CheckedContinuation<Void, Never>] = []
             /// The task that follows the store's changes (PostgreSQL's notifications).
             var follower: Task<Void, Never>?
+            /// Keys whose wake-up came and that wait for the next claim round, in order.
+            var woken: [String] = []
+            /// Whether a claim round is under way (wake-ups meanwhile join the next one).
+            var isClaiming = false
         }
 
         let state = Locked(State())
@@ -236,7 +240,75 @@ extension DurableTimers {
         /// A wake-up armed for `key` came (on the engine thread): starts its run in a task.
         private func woke(_ key: String, readyAt: Int64, timers: DurableTimers?) {
             guard let timers else { return }
-            startRun(key, manual: false, armedFor: readyAt, timers: timers)
+            let startRound = state.withLock { state -> Bool in
+                if state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
+                guard !state.isStopped else { return false }
+                state.woken.append(key)
+                guard !state.isClaiming else { return false }
+                state.isClaiming = true
+                return true
+            }
+            if startRound { spawn(timers: timers) { await self.claimRounds(timers: timers) } }
+        }
+
+        /// Claims the woken keys in rounds, one store call each: the keys that came due while a
+        /// round was under way are claimed together in the next, as many as there are free slots.
+        /// Under load a round carries many keys; at rest, one.
+        private func claimRounds(timers: DurableTimers) async {
+            while true {
+                let waiting = state.withLock { state -> Bool in
+                    if state.woken.isEmpty || state.isStopped {
+                        state.isClaiming = false
+                        return false
+                    }
+                    return true
+                }
+                guard waiting, await takeSlot() else {
+                    state.withLock { $0.isClaiming = false }
+                    return
+                }
+                let keys = state.withLock { state -> [String] in
+                    let extra = min(max(options.maxConcurrentHandlers - state.slotsTaken, 0), state.woken.count - 1)
+                    state.slotsTaken += extra
+                    let keys = Array(state.woken.prefix(1 + extra))
+                    state.woken.removeFirst(keys.count)
+                    return keys
+                }
+                await claim(keys, timers: timers)
+            }
+        }
+
+        /// Claims `keys` (holding a slot for each) and starts a run of each claimed one; gives the
+        /// other slots back and watches the keys that another runner holds.
+        private func claim(_ keys: [String], timers: DurableTimers) async {
+            let now = timers.now()
+            let leaseUntil = now.addingSaturating(options.lease.saturatingNanoseconds)
+            let result: DurableClaimBatch
+            do {
+                result = try await timers.store.claim(namespace: timers.namespace, keys: keys, owner: timers.owner, now: now, leaseUntil: leaseUntil)
+            } catch {
+                options.onError(error)
+                for key in keys {
+                    giveSlot()
+                    // Try again after a while; the store holds the timer meanwhile.
+                    arm(key, readyAt: now, at: now.addingSaturating(options.retryDelay.saturatingNanoseconds), timers: timers)
+                }
+                return
+            }
+            for _ in 0..<(keys.count - result.claimed.count) { giveSlot() }
+            for (key, readyAt) in result.waiting {
+                // Moved, or held by another runner's lease: watch it, so that it runs here if that
+                // runner dies (its lease then expires). A row another claim is writing right now
+                // reads as ready: look again shortly rather than at once.
+                let loaded = state.withLock { readyAt <= $0.loadedUntil }
+                if loaded { arm(key, readyAt: readyAt, at: max(readyAt, now.addingSaturating(5_000_000)), timers: timers) }
+            }
+            for record in result.claimed {
+                spawn(timers: timers) {
+                    await self.execute(record, manual: false, now: now, timers: timers)
+                    self.giveSlot()
+                }
+            }
         }
 
         /// Starts a run of `key` in a task (a manual one: ``DurableTimers/fire(key:)``), unless the
@@ -302,44 +374,42 @@ extension DurableTimers {
         func run(_ key: String, manual: Bool, timers: DurableTimers) async {
             guard await takeSlot() else { return }
             defer { giveSlot() }
-            let store = timers.store
-            let namespace = timers.namespace
-            let owner = timers.owner
             let now = timers.now()
             let leaseUntil = now.addingSaturating(options.lease.saturatingNanoseconds)
             let claim: DurableClaim
             do {
-                claim = try await store.claim(namespace: namespace, key: key, owner: owner, now: now, leaseUntil: leaseUntil, early: manual)
+                claim = try await timers.store.claim(namespace: timers.namespace, key: key, owner: timers.owner, now: now, leaseUntil: leaseUntil, early: manual)
             } catch {
                 options.onError(error)
-                // Try again after a while; the store holds the timer meanwhile.
-                arm(key, readyAt: now, at: now.addingSaturating(options.retryDelay.saturatingNanoseconds), timers: timers)
                 return
             }
-            let record: DurableTimerRecord
-            switch claim {
-            case .claimed(let claimed):
-                record = claimed
-            case .notReady(let readyAt):
-                // Moved, or held by another runner's lease: watch it, so that it runs here if that
-                // runner dies (its lease then expires) — a wake-up that finds it gone does nothing.
-                armIfLoaded(key, readyAt: readyAt, handler: nil, timers: timers)
-                return
-            case .gone:
-                return
-            }
+            // A manual fire that finds the timer held, moved or gone does nothing.
+            guard case .claimed(let record) = claim else { return }
+            await execute(record, manual: manual, now: now, timers: timers)
+        }
+
+        /// Runs a claimed occurrence's handler if its misfire policy says so, and ends the
+        /// occurrence in the store.
+        func execute(_ record: DurableTimerRecord, manual: Bool, now: Int64, timers: DurableTimers) async {
+            let store = timers.store
+            let namespace = timers.namespace
+            let owner = timers.owner
+            let key = record.key
+            let leaseUntil = record.leaseUntil ?? now.addingSaturating(options.lease.saturatingNanoseconds)
             guard let handler = handler(record.handler) else {
                 _ = try? await store.release(namespace: namespace, key: key, owner: owner, sequence: record.sequence, readyAt: now)
                 return
             }
             let plan = manual ? OccurrencePlan.manual(record, now: now) : OccurrencePlan.make(record, now: now, grace: options.grace.saturatingNanoseconds)
             var outcome = plan.next
+            /// Until when this runner's lease holds, as last renewed.
+            let lease = Locked(leaseUntil)
             if plan.fires {
                 let fire = DurableFire(
                     namespace: namespace, key: key, scheduledDeadline: Date(nanosecondsSince1970: plan.scheduledDeadline), firedAt: Date(nanosecondsSince1970: now),
                     deadlineCount: plan.deadlineCount, skippedDeadlineCount: plan.skippedCount, attempt: record.attempts, sequence: record.sequence)
                 state.withLock { $0.running[key, default: 0] += 1 }
-                let renewal = renewLease(of: record, timers: timers)
+                let renewal = renewLease(of: record, until: lease, timers: timers)
                 do {
                     try await handler(record.payload, fire)
                 } catch let error as PayloadDecodingFailed {
@@ -364,8 +434,9 @@ extension DurableTimers {
                     case .retry(let readyAt, _): armIfLoaded(key, readyAt: readyAt, handler: record.handler, timers: timers)
                     case .delete, .park: break
                     }
-                } else if let current = try await store.record(namespace: namespace, key: key), current.sequence == record.sequence {
-                    // Still the same occurrence, but another runner holds it: our lease expired.
+                } else if timers.now() >= lease.withLock({ $0 }) {
+                    // Refused, and our lease had expired (the process was frozen, or renewals
+                    // failed): another runner may have run the occurrence.
                     options.onError(.leaseLost(key))
                 }
             } catch {
@@ -376,7 +447,7 @@ extension DurableTimers {
         }
 
         /// Renews a claim's lease every third of it while its handler runs.
-        private func renewLease(of record: DurableTimerRecord, timers: DurableTimers) -> ScheduledTimer? {
+        private func renewLease(of record: DurableTimerRecord, until current: Locked<Int64>, timers: DurableTimers) -> ScheduledTimer? {
             let lease = options.lease.saturatingNanoseconds
             let store = timers.store
             let (namespace, key, owner, sequence) = (timers.namespace, record.key, timers.owner, record.sequence)
@@ -384,7 +455,11 @@ extension DurableTimers {
                 [weak timers] _, _ in
                 guard let timers else { return }
                 let leaseUntil = timers.now().addingSaturating(lease)
-                Task { _ = try? await store.renew(namespace: namespace, key: key, owner: owner, sequence: sequence, leaseUntil: leaseUntil) }
+                Task {
+                    if (try? await store.renew(namespace: namespace, key: key, owner: owner, sequence: sequence, leaseUntil: leaseUntil)) == true {
+                        current.withLock { $0 = max($0, leaseUntil) }
+                    }
+                }
             }
         }
 

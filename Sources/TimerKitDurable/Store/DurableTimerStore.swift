@@ -42,6 +42,12 @@ package protocol DurableTimerStore: Sendable {
     /// being claimed elsewhere is not ready.
     func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim
 
+    /// Claims, in one step, those of `keys` that are ready by `now` (not parked, their occurrence
+    /// come, no live lease): as ``claim(namespace:key:owner:now:leaseUntil:early:)`` does for
+    /// each. Reports the ready time of each other key still stored and not parked (held by another
+    /// runner, or moved).
+    func claim(namespace: String, keys: [String], owner: String, now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch
+
     /// Ends a claimed occurrence as `outcome` says, if `owner` still holds the timer at `sequence`;
     /// returns whether it did.
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
@@ -90,6 +96,19 @@ package enum DurableClaim: Sendable {
     case notReady(readyAt: Int64)
     /// No timer under the key, or it is parked.
     case gone
+}
+
+/// What ``DurableTimerStore/claim(namespace:keys:owner:now:leaseUntil:)`` found.
+package struct DurableClaimBatch: Sendable {
+    /// The records claimed, with this runner's lease.
+    package var claimed: [DurableTimerRecord]
+    /// The ready time of each key that was not claimed and is still stored, not parked.
+    package var waiting: [String: Int64]
+
+    package init(claimed: [DurableTimerRecord], waiting: [String: Int64]) {
+        self.claimed = claimed
+        self.waiting = waiting
+    }
 }
 
 /// A change another runner made, or that its connection may have missed.

@@ -138,6 +138,27 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
+    func claim(namespace: String, keys: [String], owner: String, now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch {
+        try write { db in
+            var batch = DurableClaimBatch(claimed: [], waiting: [:])
+            for key in keys {
+                if let row = try db.row("""
+                        UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
+                        WHERE namespace = ? AND key = ? AND parked = 0 AND ready_at_ns <= ?
+                        RETURNING *
+                        """, [owner, leaseUntil, leaseUntil, namespace, key, now])
+                {
+                    batch.claimed.append(try Self.record(row))
+                } else if let readyAt: Int64 = try db.value(
+                    "SELECT ready_at_ns FROM timerkit_timers WHERE namespace = ? AND key = ? AND parked = 0", [namespace, key])
+                {
+                    batch.waiting[key] = readyAt
+                }
+            }
+            return batch
+        }
+    }
+
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
         try write { db in
             let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"

@@ -88,17 +88,15 @@ final class PostgresTimerStore: DurableTimerStore {
         if closed { for task in tasks { task.cancel() } }
     }
 
+    /// Stops the listeners and the connection pool. Returns at once: postgres-nio's pool may take
+    /// its time to close connections it is still opening (a server that refuses them).
     func close() async {
         let (run, listeners) = tasks.withLock { state in
             defer { state = (nil, [], true) }
             return (state.run, state.listeners)
         }
-        for listener in listeners {
-            listener.cancel()
-            await listener.value
-        }
+        for listener in listeners { listener.cancel() }
         run?.cancel()
-        await run?.value
     }
 
     // MARK: Schema
@@ -253,6 +251,41 @@ final class PostgresTimerStore: DurableTimerStore {
             return readyAt
         }
         return readyAt.map { .notReady(readyAt: $0) } ?? .gone
+    }
+
+    func claim(namespace: String, keys: [String], owner: String, now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch {
+        let lease = leaseUntil - reading
+        let now = now(reading)
+        let query: PostgresQuery = """
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            target AS (
+                SELECT t.namespace, t.key FROM timerkit_timers t, c
+                WHERE t.namespace = \(namespace) AND t.key = ANY(\(keys)::text[]) AND NOT t.parked AND t.ready_at_ns <= c.ns
+                FOR UPDATE OF t SKIP LOCKED
+            ),
+            claimed AS (
+                UPDATE timerkit_timers t SET owner = \(owner), lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease), attempts = t.attempts + 1
+                FROM target, c WHERE t.namespace = target.namespace AND t.key = target.key
+                RETURNING \(unescaped: Self.columns(prefix: "t."))
+            )
+            SELECT *, true FROM claimed
+            UNION ALL
+            SELECT \(unescaped: Self.allColumns), false FROM timerkit_timers
+            WHERE namespace = \(namespace) AND key = ANY(\(keys)::text[]) AND NOT parked AND key NOT IN (SELECT key FROM claimed)
+            """
+        return try await call { client, logger in
+            var batch = DurableClaimBatch(claimed: [], waiting: [:])
+            for try await row in try await client.query(query, logger: logger) {
+                let record = try Self.record(row)
+                let cells = row.makeRandomAccess()
+                if try cells[cells.count - 1].decode(Bool.self) {
+                    batch.claimed.append(record)
+                } else {
+                    batch.waiting[record.key] = record.readyAt
+                }
+            }
+            return batch
+        }
     }
 
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
@@ -439,27 +472,34 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
-    /// Runs `body` against the database within the timeout, mapping its failures.
+    /// Runs `body` against the database within the timeout, mapping its failures. A call that
+    /// outlives the timeout is cancelled and left behind, never waited for: postgres-nio's pool
+    /// may hold a lease request through a server restart for up to a minute.
     func call<T: Sendable>(_ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(DurableTimerError) -> T {
         let client = client
         let logger = logger
         let timeout = timeout
-        do {
-            return try await withThrowingTaskGroup(of: T?.self) { group in
-                group.addTask { try await body(client, logger) }
-                group.addTask {
-                    try await Task.sleep(for: timeout)
-                    return nil
-                }
-                defer { group.cancelAll() }
-                guard let first = try await group.next(), let value = first else {
-                    throw DurableTimerError.unreachable(reason: "no answer within \(timeout)")
-                }
-                return value
+        let result: Result<T, DurableTimerError> = await withCheckedContinuation { continuation in
+            let waiting = Locked<CheckedContinuation<Result<T, DurableTimerError>, Never>?>(continuation)
+            let work = Locked<Task<Void, Never>?>(nil)
+            let deadline = try? TimerClock.continuous.schedule(at: .after(timeout)) {
+                guard let continuation = waiting.withLock({ $0.take() }) else { return }
+                work.withLock { $0 }?.cancel()
+                continuation.resume(returning: .failure(.unreachable(reason: "no answer within \(timeout)")))
             }
-        } catch {
-            throw Self.mapped(error)
+            let task = Task {
+                let result: Result<T, DurableTimerError>
+                do {
+                    result = .success(try await body(client, logger))
+                } catch {
+                    result = .failure(Self.mapped(error))
+                }
+                deadline?.cancel()
+                waiting.withLock { $0.take() }?.resume(returning: result)
+            }
+            work.withLock { $0 = task }
         }
+        return try result.get()
     }
 
     /// A failure of the database or the connection as a ``DurableTimerError``.

@@ -1,0 +1,234 @@
+#if canImport(TimerKitPostgres)
+import Foundation
+import Testing
+@testable import TimerKit
+@testable import TimerKitDurable
+@testable import TimerKitPostgres
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A fleet of real processes (`timerkit-fleet-probe`) on one PostgreSQL server: each timer fires
+/// once across the fleet, and faults — an instance killed, an instance frozen past its lease, the
+/// database restarted, a host clock off by seconds — lose nothing.
+@Suite("Durable timers on PostgreSQL: a fleet of processes", .serialized, .timeLimit(.minutes(5)))
+struct FleetTests {
+    /// What one fleet run left in its log.
+    struct Log {
+        struct Start: Hashable {
+            var key: String
+            var sequence: Int64
+            var attempt: Int
+            var instance: String
+            var lateness: Int64
+        }
+
+        var starts: [Start] = []
+        var done: [(key: String, instance: String)] = []
+
+        init(path: String) {
+            let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+            for line in text.split(separator: "\n") {
+                let fields = line.split(separator: " ").map(String.init)
+                if fields.first == "start", fields.count == 6, let sequence = Int64(fields[2]), let attempt = Int(fields[3]), let lateness = Int64(fields[5]) {
+                    starts.append(Start(key: fields[1], sequence: sequence, attempt: attempt, instance: fields[4], lateness: lateness))
+                } else if fields.first == "done", fields.count == 4 {
+                    done.append((fields[1], fields[3]))
+                }
+            }
+        }
+
+        /// Keys started more than once.
+        var duplicates: Set<String> {
+            var seen: [String: Int] = [:]
+            for start in starts { seen[start.key, default: 0] += 1 }
+            return Set(seen.filter { $0.value > 1 }.keys)
+        }
+
+        func missing(_ keys: [String]) -> [String] {
+            let started = Set(starts.map(\.key))
+            return keys.filter { !started.contains($0) }
+        }
+    }
+
+    /// A fleet run: a namespace of its own, a log file, the probes.
+    final class Fleet: @unchecked Sendable {
+        let namespace = "fleet-\(UUID().uuidString.prefix(8))"
+        let folder: TemporaryDatabase
+        var log: String { folder.folder.appendingPathComponent("log").path }
+        var processes: [String: Process] = [:]
+
+        init() throws { folder = try TemporaryDatabase() }
+
+        static var probe: URL {
+            #if canImport(Darwin)
+            let products = Bundle(for: Fleet.self).bundleURL.deletingLastPathComponent()
+            #else
+            let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            #endif
+            return products.appendingPathComponent("timerkit-fleet-probe")
+        }
+
+        /// Starts an instance; `arguments` are the probe's options.
+        func launch(_ name: String, _ arguments: [String] = []) throws {
+            let process = Process()
+            process.executableURL = Self.probe
+            process.arguments = [try TestServer.url ?? { throw TestServer.Missing() }(), namespace, log, name, "--until-empty"] + arguments
+            _ = FileManager.default.createFile(atPath: errors(of: name), contents: nil)
+            process.standardError = FileHandle(forWritingAtPath: errors(of: name))
+            try process.run()
+            processes[name] = process
+        }
+
+        func errors(of name: String) -> String { folder.folder.appendingPathComponent("\(name).err").path }
+
+        /// Waits for every instance to end by itself (the namespace is empty).
+        func ended(within timeout: Duration = .seconds(120)) async -> Bool {
+            let end = ContinuousClock.now + timeout
+            while processes.values.contains(where: \.isRunning), ContinuousClock.now < end { try? await Task.sleep(for: .milliseconds(50)) }
+            return !processes.values.contains(where: \.isRunning)
+        }
+
+        func signal(_ name: String, _ signal: Int32) { _ = kill(processes[name]!.processIdentifier, signal) }
+
+        /// Kills what still runs (a failed test's instances); they exit at once.
+        func stopAll() {
+            for process in processes.values where process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }
+
+        /// Schedules `count` one-shots for the probes' handler, due over `spread` from `start`,
+        /// through a runner of this test that never starts.
+        func schedule(_ count: Int, from start: Date, over spread: Duration) async throws -> [String] {
+            let timers = try await DurableTimers(postgres: try TestServer.configuration(), namespace: namespace)
+            try await timers.register("fleet", payload: String.self) { _, _ in }
+            let spreadNanoseconds = spread.saturatingNanoseconds
+            let batch = (0..<count).map { index -> (key: String, at: Date, payload: String) in
+                let due = start.nanosecondsSince1970 + spreadNanoseconds * Int64(index) / Int64(max(count, 1))
+                return (key: "t\(index)", at: Date(nanosecondsSince1970: due), payload: String(due))
+            }
+            for chunk in stride(from: 0, to: batch.count, by: 5_000) {
+                _ = try await timers.schedule(Array(batch[chunk..<min(chunk + 5_000, batch.count)]), handler: "fleet")
+            }
+            return batch.map(\.key)
+        }
+
+        func remaining() async throws -> Int {
+            let timers = try await DurableTimers(postgres: try TestServer.configuration(), namespace: namespace)
+            return try await timers.count()
+        }
+    }
+
+    /// Timers in the exactly-once test: 3,000 in the suite, 10,000 in CI's own step
+    /// (`TIMERKIT_FLEET_TIMERS`).
+    static let exactlyOnceCount = ProcessInfo.processInfo.environment["TIMERKIT_FLEET_TIMERS"].flatMap(Int.init) ?? 3_000
+
+    @Test("3 instances, 3,000 timers (10,000 in CI's own step) due within one second, nobody crashes: each timer fires exactly once (0 duplicates, 0 missing), never before its due time")
+    func exactlyOnce() async throws {
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        for name in ["a", "b", "c"] { try fleet.launch(name) }
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(Self.exactlyOnceCount, from: Date().addingTimeInterval(1.5), over: .seconds(1))
+        #expect(await fleet.ended(), "the fleet emptied the namespace")
+        let log = Log(path: fleet.log)
+        print("fleet exactly once: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing, by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))")
+        #expect(log.duplicates.count == 0 && log.missing(keys).count == 0 && log.starts.count == keys.count)
+        #expect(log.starts.allSatisfy { $0.lateness >= 0 }, "never early")
+        #expect(Set(log.starts.map(\.instance)).count == 3, "all three instances took part")
+    }
+
+    @Test("An instance killed (SIGKILL) mid-run: its claimed timers run on the others after the lease, at least once; none is lost; only its interrupted runs repeat")
+    func instanceKilled() async throws {
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "1000"]) }
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(2_000, from: Date().addingTimeInterval(1), over: .seconds(2))
+        try await Task.sleep(for: .milliseconds(1_800))
+        fleet.signal("a", SIGKILL)
+        #expect(await fleet.ended(), "the survivors emptied the namespace")
+        let log = Log(path: fleet.log)
+        let finishedByA = Set(log.done.filter { $0.instance == "a" }.map(\.key))
+        let interrupted = Set(log.starts.filter { $0.instance == "a" }.map(\.key)).subtracting(finishedByA)
+        print("fleet kill -9: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates (\(interrupted.count) runs interrupted by the kill), \(log.missing(keys).count) missing")
+        #expect(log.missing(keys).count == 0)
+        #expect(log.duplicates.subtracting(interrupted).count == 0, "a timer ran again only where the kill interrupted it")
+        #expect(log.starts.filter { interrupted.contains($0.key) && $0.instance != "a" }.allSatisfy { $0.attempt >= 2 })
+    }
+
+    @Test("An instance frozen (SIGSTOP) past its lease, then resumed: the others run its timers; it cannot complete a timer it no longer holds (lease lost); none is lost")
+    func instanceFrozen() async throws {
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "600"] + (name == "a" ? ["--slow-ms", "300"] : [])) }
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(300, from: Date().addingTimeInterval(1), over: .milliseconds(500))
+        try await Task.sleep(for: .milliseconds(1_150))
+        fleet.signal("a", SIGSTOP)
+        try await Task.sleep(for: .seconds(3))
+        fleet.signal("a", SIGCONT)
+        #expect(await fleet.ended(), "the fleet emptied the namespace")
+        let log = Log(path: fleet.log)
+        let startedByA = Set(log.starts.filter { $0.instance == "a" }.map(\.key))
+        let takenOver = startedByA.filter { key in log.starts.contains { $0.key == key && $0.instance != "a" } }
+        let errors = (try? String(contentsOfFile: fleet.errors(of: "a"), encoding: .utf8)) ?? ""
+        let refused = takenOver.filter { errors.contains("durable timer '\($0)' expired") }
+        print("fleet SIGSTOP: \(log.starts.count) runs of \(keys.count) timers, \(takenOver.count) taken over from the frozen instance, \(refused.count) of its completions refused, \(log.missing(keys).count) missing")
+        #expect(log.missing(keys).count == 0)
+        #expect(!takenOver.isEmpty, "the freeze outlasted the lease of runs under way")
+        #expect(refused.count == takenOver.filter { key in log.done.contains { $0.key == key && $0.instance == "a" } }.count,
+            "every completion the frozen instance attempted on a timer taken over was refused")
+    }
+
+    @Test("The database restarted mid-run: schedules and claims fail meanwhile with a clear error, runners back off and resume; nothing is lost")
+    func databaseRestarted() async throws {
+        let control = try #require(TestServer.control, "TIMERKIT_POSTGRES_CTL is not set: run the tests through Scripts/with-postgres")
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        for name in ["a", "b", "c"] { try fleet.launch(name) }
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(1_500, from: Date().addingTimeInterval(1), over: .seconds(3))
+        try await Task.sleep(for: .milliseconds(2_000))
+        // pg_ctl's exit status lands in a file: Foundation's Process does not see the shell end
+        // while the restarted server holds descriptors it inherited.
+        let status = fleet.folder.folder.appendingPathComponent("restart-status").path
+        let restart = Process()
+        restart.executableURL = URL(fileURLWithPath: "/bin/sh")
+        restart.arguments = ["-c", "\(control) restart -m fast -w -t 60 >/dev/null 2>&1 </dev/null; echo $? > \(status)"]
+        try restart.run()
+        let end = ContinuousClock.now + .seconds(90)
+        while !FileManager.default.fileExists(atPath: status), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(20))
+        let written = (try? String(contentsOfFile: status, encoding: .utf8)) ?? "none"
+        #expect(written.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "pg_ctl restart succeeded")
+        #expect(await fleet.ended(), "the fleet emptied the namespace after the restart")
+        let log = Log(path: fleet.log)
+        let errors = ["a", "b", "c"].map { (try? String(contentsOfFile: fleet.errors(of: $0), encoding: .utf8)) ?? "" }.joined()
+        print("fleet database restart: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing")
+        #expect(log.missing(keys).count == 0)
+        #expect(errors.contains("cannot be reached") || errors.contains("failed"), "the outage was reported")
+        #expect(try await fleet.remaining() == 0)
+    }
+
+    @Test("Host clocks off by ±5 s on two of three instances: no duplicate, no timer missing, none before its due time on the database's clock")
+    func clockSkew() async throws {
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        try fleet.launch("ahead", ["--skew-ms", "5000"])
+        try fleet.launch("behind", ["--skew-ms", "-5000"])
+        try fleet.launch("true")
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(1_500, from: Date().addingTimeInterval(1), over: .seconds(2))
+        #expect(await fleet.ended())
+        let log = Log(path: fleet.log)
+        let errors = (try? String(contentsOfFile: fleet.errors(of: "ahead"), encoding: .utf8)) ?? ""
+        print("fleet skew: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing, by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))")
+        #expect(log.duplicates.count == 0 && log.missing(keys).count == 0)
+        #expect(log.starts.allSatisfy { $0.lateness >= 0 }, "never early by the database's clock")
+        #expect(errors.contains("ms off the database's"), "the skewed host was reported")
+    }
+}
+#endif
