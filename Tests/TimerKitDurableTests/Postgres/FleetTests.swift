@@ -144,17 +144,20 @@ struct FleetTests {
     func instanceKilled() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
-        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "1000"]) }
+        // "a" works 2 s per timer, and is killed as soon as it has started one: it holds claims.
+        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "1000"] + (name == "a" ? ["--slow-ms", "2000"] : [])) }
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(2_000, from: Date().addingTimeInterval(1), over: .seconds(2))
-        try await Task.sleep(for: .milliseconds(1_800))
+        let end = ContinuousClock.now + .seconds(30)
+        while !Log(path: fleet.log).starts.contains(where: { $0.instance == "a" }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
         fleet.signal("a", SIGKILL)
         #expect(await fleet.ended(), "the survivors emptied the namespace")
         let log = Log(path: fleet.log)
         let finishedByA = Set(log.done.filter { $0.instance == "a" }.map(\.key))
         let interrupted = Set(log.starts.filter { $0.instance == "a" }.map(\.key)).subtracting(finishedByA)
-        print("fleet kill -9: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates (\(interrupted.count) runs interrupted by the kill), \(log.missing(keys).count) missing")
+        print("fleet kill -9: \(log.starts.count) runs of \(keys.count) timers (by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))), \(log.duplicates.count) duplicates (\(interrupted.count) runs interrupted by the kill), \(log.missing(keys).count) missing")
         #expect(log.missing(keys).count == 0)
+        #expect(!interrupted.isEmpty, "the kill interrupted runs under way")
         #expect(log.duplicates.subtracting(interrupted).count == 0, "a timer ran again only where the kill interrupted it")
         #expect(log.starts.filter { interrupted.contains($0.key) && $0.instance != "a" }.allSatisfy { $0.attempt >= 2 })
     }
