@@ -230,7 +230,7 @@ public final class DurableTimers: Sendable {
     @discardableResult
     public func fire(key: String) async throws(DurableTimerError) -> Bool {
         guard let record = try await store.record(namespace: namespace, key: key), runner.handler(record.handler) != nil else { return false }
-        runner.startRun(key, manual: true, timers: self)
+        runner.startManualRun(key, timers: self)
         return true
     }
 

@@ -36,18 +36,8 @@ struct CrashTests {
         }
     }
 
-    /// The built probe, beside the test bundle (found as `ToolRunner.productsDirectory` finds it).
-    static var probe: URL {
-        #if canImport(Darwin)
-        let products = Bundle(for: BundleMarker.self).bundleURL.deletingLastPathComponent()
-        #else
-        let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-        #endif
-        return products.appendingPathComponent("timerkit-durable-probe")
-    }
-
-    /// A class of this test module, for ``probe``.
-    private final class BundleMarker {}
+    /// The built probe, beside the test bundle.
+    static var probe: URL { builtExecutable("timerkit-durable-probe") }
 
     func launch(_ database: TemporaryDatabase, log: String, hang: Bool = false) throws -> Process {
         let process = Process()

@@ -69,3 +69,17 @@ struct SeededRandom: RandomNumberGenerator {
         return z ^ (z >> 31)
     }
 }
+
+/// An executable of this package, built beside the test bundle (the probes the crash and fleet
+/// tests start).
+func builtExecutable(_ name: String) -> URL {
+    #if canImport(Darwin)
+    let products = Bundle(for: BundleMarker.self).bundleURL.deletingLastPathComponent()
+    #else
+    let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    #endif
+    return products.appendingPathComponent(name)
+}
+
+/// A class of this test module, for ``builtExecutable(_:)``.
+private final class BundleMarker {}

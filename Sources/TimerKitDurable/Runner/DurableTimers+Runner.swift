@@ -311,15 +311,10 @@ extension DurableTimers {
             }
         }
 
-        /// Starts a run of `key` in a task (a manual one: ``DurableTimers/fire(key:)``), unless the
-        /// runner has stopped; a wake-up first forgets the wake-up it was armed as.
-        func startRun(_ key: String, manual: Bool, armedFor readyAt: Int64? = nil, timers: DurableTimers) {
-            if let readyAt {
-                state.withLock { state in
-                    if state.armed[key]?.readyAt == readyAt { state.armed[key] = nil }
-                }
-            }
-            spawn(timers: timers) { await self.run(key, manual: manual, timers: timers) }
+        /// Starts a manual run of `key` (``DurableTimers/fire(key:)``) in a task, unless the runner
+        /// has stopped.
+        func startManualRun(_ key: String, timers: DurableTimers) {
+            spawn(timers: timers) { await self.run(key, manual: true, timers: timers) }
         }
 
         /// Runs `body` in a task on the clock's executor, counted until it ends (``waitForRunsToEnd()``),

@@ -63,14 +63,7 @@ struct FleetTests {
 
         init() throws { folder = try TemporaryDatabase() }
 
-        static var probe: URL {
-            #if canImport(Darwin)
-            let products = Bundle(for: Fleet.self).bundleURL.deletingLastPathComponent()
-            #else
-            let products = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-            #endif
-            return products.appendingPathComponent("timerkit-fleet-probe")
-        }
+        static var probe: URL { builtExecutable("timerkit-fleet-probe") }
 
         /// Starts an instance; `arguments` are the probe's options.
         func launch(_ name: String, _ arguments: [String] = []) throws {
