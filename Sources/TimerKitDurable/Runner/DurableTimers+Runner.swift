@@ -55,8 +55,6 @@ extension DurableTimers {
         static let maximumArmed = 1_000_000
         /// Rows read from the store per query while loading the horizon.
         static let pageSize = 5_000
-        /// Where lease renewals run: off the engine thread, one at a time.
-        static let renewalQueue = DispatchQueue(label: "TimerKitDurable lease renewals")
 
         init(options: Options) {
             self.options = options
@@ -416,7 +414,9 @@ extension DurableTimers {
                         outcome = .retry(readyAt: timers.now().addingSaturating(retryDelay(after: record.attempts)), error: "\(error)")
                     }
                 }
-                renewal?.invalidate()
+                // No renewal may land after the occurrence has ended in the store.
+                renewal.cancel()
+                await renewal.value
                 state.withLock { state in
                     state.running[key]! -= 1
                     if state.running[key] == 0 { state.running[key] = nil }
@@ -441,19 +441,35 @@ extension DurableTimers {
             }
         }
 
-        /// Renews a claim's lease every third of it while its handler runs.
-        private func renewLease(of record: DurableTimerRecord, until current: Locked<Int64>, timers: DurableTimers) -> ScheduledTimer? {
+        /// Renews a claim's lease every third of it, on a grid from the claim, until cancelled (its
+        /// handler has ended).
+        ///
+        /// The renewals run in a task on the clock's executor, like the runs themselves: on a
+        /// virtual clock an advance waits for a renewal due on the way as it waits for any run, so a
+        /// runner never reads its own lease as expired because a renewal is still in flight.
+        private func renewLease(of record: DurableTimerRecord, until current: Locked<Int64>, timers: DurableTimers) -> Task<Void, Never> {
             let lease = options.lease.saturatingNanoseconds
-            let store = timers.store
+            let period = max(lease / 3, 1)
+            let (store, clock) = (timers.store, timers.clock)
             let (namespace, key, owner, sequence) = (timers.namespace, record.key, timers.owner, record.sequence)
-            return try? ScheduledTimer.repeating(every: .nanoseconds(max(lease / 3, 1)), clock: timers.clock, delivery: .queue(Self.renewalQueue)) {
-                [weak timers] _, _ in
-                guard let timers else { return }
-                let leaseUntil = timers.now().addingSaturating(lease)
-                Task {
+            let start = clock.now.nanoseconds
+            return Task(executorPreference: clock.taskExecutor) {
+                var renewals: Int64 = 1
+                while !Task.isCancelled {
+                    let (offset, overflow) = period.multipliedReportingOverflow(by: renewals)
+                    let due = overflow ? Int64.max : start.addingSaturating(offset)
+                    do {
+                        try await clock.sleep(until: TimerInstant(kind: clock.kind, nanoseconds: due))
+                    } catch {
+                        return  // cancelled: the handler has ended (or the clock shut down)
+                    }
+                    let leaseUntil = timers.now().addingSaturating(lease)
                     if (try? await store.renew(namespace: namespace, key: key, owner: owner, sequence: sequence, leaseUntil: leaseUntil)) == true {
                         current.withLock { $0 = max($0, leaseUntil) }
                     }
+                    // After a stall, the next renewal is the next one on the grid, not a burst.
+                    let elapsed = clock.now.nanoseconds.addingSaturating(-start)
+                    renewals = max(renewals + 1, elapsed / period + 1)
                 }
             }
         }

@@ -162,7 +162,9 @@ struct FleetTests {
         for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "600"] + (name == "a" ? ["--slow-ms", "300"] : [])) }
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(300, from: Date().addingTimeInterval(1), over: .milliseconds(500))
-        try await Task.sleep(for: .milliseconds(1_150))
+        // "a" works 300 ms per timer: frozen as soon as it has started one, it holds claims.
+        let end = ContinuousClock.now + .seconds(30)
+        while !Log(path: fleet.log).starts.contains(where: { $0.instance == "a" }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
         fleet.signal("a", SIGSTOP)
         try await Task.sleep(for: .seconds(3))
         fleet.signal("a", SIGCONT)
