@@ -15,6 +15,8 @@ let withPostgres = ProcessInfo.processInfo.environment["TIMERKIT_WITHOUT_POSTGRE
 // - TimerKit, TimerKitTesting: Linux and every Apple platform below.
 // - TimerKitDurable (durable timers on SQLite): Linux and macOS, iOS, tvOS, watchOS, visionOS (GRDB's).
 // - TimerKitPostgres (durable timers shared by a fleet, on PostgreSQL): Linux and macOS (servers).
+// - TimerKitDurableMetrics (durable timers' metrics and logs, swift-metrics and swift-log): where
+//   TimerKitDurable runs.
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 let package = Package(
@@ -24,11 +26,15 @@ let package = Package(
         .library(name: "TimerKit", targets: ["TimerKit"]),
         .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
         .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
+        .library(name: "TimerKitDurableMetrics", targets: ["TimerKitDurableMetrics"]),
         .executable(name: "timerkit", targets: ["timerkit"]),
     ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
     dependencies: [
         // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // TimerKitDurableMetrics only (and postgres-nio's own): metrics and logs of durable timers.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         // TimerKitPostgres only: SQLite users never build NIO.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // The command-line tool only; the libraries depend on the toolchain alone.
@@ -51,6 +57,15 @@ let package = Package(
             name: "TimerKitDurable",
             dependencies: ["TimerKit", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        .target(
+            name: "TimerKitDurableMetrics",
+            dependencies: [
+                "TimerKitDurable",
+                "TimerKit",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+            ]
+        ),
         .executableTarget(
             name: "timerkit",
             dependencies: [
@@ -66,7 +81,11 @@ let package = Package(
         .executableTarget(name: "timerkit-durable-probe", dependencies: ["TimerKitDurable"]),
         .testTarget(
             name: "TimerKitDurableTests",
-            dependencies: ["TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe"]
+            dependencies: [
+                "TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe", "TimerKitDurableMetrics",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
+            ]
                 + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : [])
         ),
         .testTarget(

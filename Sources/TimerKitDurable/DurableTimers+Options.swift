@@ -48,6 +48,11 @@ extension DurableTimers {
             FileHandle.standardError.write(Data("TimerKitDurable: \(error)\n".utf8))
         }
 
+        /// Told of what the runner does — claims, handler starts with their lateness, handler
+        /// ends with what became of the occurrence — synchronously, on the task that did it: record
+        /// and return. Nothing by default; `TimerKitDurableMetrics` reports them as metrics and logs.
+        public var onEvent: @Sendable (DurableTimerEvent) -> Void = { _ in }
+
         /// The defaults.
         public init() {}
     }

@@ -255,6 +255,13 @@ public final class DurableTimers: Sendable {
     /// How many timers the namespace holds.
     public func count() async throws(DurableTimerError) -> Int { try await store.count(namespace: namespace) }
 
+    /// Occurrences that came due in this runner and wait for their claim or for a free handler slot
+    /// (``Options/maxConcurrentHandlers``): the backlog of a runner that falls behind.
+    public var waitingRuns: Int { runner.waitingRuns }
+
+    /// Handlers running in this runner now.
+    public var runningHandlers: Int { runner.runningHandlers }
+
     // MARK: Running
 
     /// Loads the timers due within the horizon and fires them as they come due, until

@@ -94,6 +94,31 @@ struct StoreSeamTests {
         await store.close()
     }
 
+    @Test("finishAll removes, in one call, the completed one-shots the owner still holds at their sequence, and only those", arguments: StoreKind.allCases)
+    func completionRounds(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, ns) = try await kind.makeStore(file: file)
+        for key in ["a", "b", "c", "d"] { _ = try await store.put(record(ns, key, due: epoch + 10 * second), conflict: .fail) }
+        let claimed = try await store.claim(namespace: ns, keys: ["a", "b", "c"], owner: "me", now: epoch + 10 * second, leaseUntil: epoch + 40 * second).claimed
+        let sequences = Dictionary(uniqueKeysWithValues: claimed.map { ($0.key, $0.sequence) })
+        #expect(sequences.count == 3)
+        let other = try #require(try await store.claim(namespace: ns, key: "d", owner: "other", now: epoch + 10 * second, leaseUntil: epoch + 40 * second, early: false).record)
+        let removed = try await store.finishAll(namespace: ns, owner: "me", completed: [
+            DurableCompletion(key: "a", sequence: sequences["a"]!),
+            DurableCompletion(key: "b", sequence: sequences["b"]! + 1_000),  // a sequence it no longer holds
+            DurableCompletion(key: "d", sequence: other.sequence),  // held by another owner
+            DurableCompletion(key: "none", sequence: 1),
+        ])
+        #expect(removed == ["a"])
+        #expect(try await store.record(namespace: ns, key: "a") == nil)
+        #expect(try await store.record(namespace: ns, key: "b") != nil)
+        #expect(try await store.record(namespace: ns, key: "d") != nil)
+        #expect(try await store.finishAll(namespace: ns, owner: "me", completed: []) == [])
+        #expect(try await store.finishAll(namespace: ns, owner: "me", completed: [DurableCompletion(key: "b", sequence: sequences["b"]!), DurableCompletion(key: "c", sequence: sequences["c"]!)]) == ["b", "c"])
+        #expect(try await store.count(namespace: ns) == 1)
+        await store.close()
+    }
+
     @Test("move reschedules a timer no runner holds (a new sequence, a parked one active again) and refuses a held one; delete returns what it removed", arguments: StoreKind.allCases)
     func moves(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()

@@ -23,6 +23,11 @@ extension DurableTimers {
             var readyAt: Int64
         }
 
+        struct PendingCompletion {
+            var completion: DurableCompletion
+            var continuation: CheckedContinuation<Result<Bool, DurableTimerError>, Never>
+        }
+
         struct State {
             var handlers: [String: Handler] = [:]
             var armed: [String: Armed] = [:]
@@ -47,6 +52,11 @@ extension DurableTimers {
             var woken: [String] = []
             /// Whether a claim round is under way (wake-ups meanwhile join the next one).
             var isClaiming = false
+            /// Manual fires waiting for a handler slot.
+            var manualRunsWaiting = 0
+            /// Completed one-shots waiting for the next completion round, and whether one is under way.
+            var completions: [PendingCompletion] = []
+            var isCompleting = false
         }
 
         let state = Locked(State())
@@ -76,6 +86,14 @@ extension DurableTimers {
         var isStarted: Bool { state.withLock { $0.isStarted && !$0.isStopped } }
 
         func isRunning(_ key: String) -> Bool { state.withLock { $0.running[key] != nil } }
+
+        /// Occurrences that came due here and wait for a claim round or a free handler slot (the
+        /// woken keys, and manual fires waiting for a slot; a claim round waiting for a slot is its
+        /// woken keys).
+        var waitingRuns: Int { state.withLock { $0.woken.count + $0.manualRunsWaiting } }
+
+        /// Handlers running in this process.
+        var runningHandlers: Int { state.withLock { $0.running.values.reduce(0, +) } }
 
         /// Marks the runner started; `false` if it was already, or has stopped.
         func markStarted() -> Bool {
@@ -293,6 +311,7 @@ extension DurableTimers {
                 }
                 return
             }
+            options.onEvent(.claimed(requested: keys.count, claimed: result.claimed.count))
             for _ in 0..<(keys.count - result.claimed.count) { giveSlot() }
             for (key, readyAt) in result.waiting {
                 // Moved, or held by another runner's lease: watch it, so that it runs here if that
@@ -365,7 +384,10 @@ extension DurableTimers {
         /// Claims the timer, runs its handler if its misfire policy says so, and ends the
         /// occurrence in the store.
         func run(_ key: String, manual: Bool, timers: DurableTimers) async {
-            guard await takeSlot() else { return }
+            state.withLock { $0.manualRunsWaiting += 1 }
+            let slot = await takeSlot()
+            state.withLock { $0.manualRunsWaiting -= 1 }
+            guard slot else { return }
             defer { giveSlot() }
             let now = timers.now()
             let leaseUntil = now.addingSaturating(options.lease.saturatingNanoseconds)
@@ -377,7 +399,11 @@ extension DurableTimers {
                 return
             }
             // A manual fire that finds the timer held, moved or gone does nothing.
-            guard case .claimed(let record) = claim else { return }
+            guard case .claimed(let record) = claim else {
+                options.onEvent(.claimed(requested: 1, claimed: 0))
+                return
+            }
+            options.onEvent(.claimed(requested: 1, claimed: 1))
             await execute(record, manual: manual, now: now, timers: timers)
         }
 
@@ -403,6 +429,8 @@ extension DurableTimers {
                     deadlineCount: plan.deadlineCount, skippedDeadlineCount: plan.skippedCount, attempt: record.attempts, sequence: record.sequence)
                 state.withLock { $0.running[key, default: 0] += 1 }
                 let renewal = renewLease(of: record, until: lease, timers: timers)
+                let startedAt = timers.now()
+                options.onEvent(.started(key: key, handler: record.handler, attempt: record.attempts, lateness: .nanoseconds(startedAt.addingSaturating(-plan.scheduledDeadline))))
                 do {
                     try await handler(record.payload, fire)
                 } catch let error as PayloadDecodingFailed {
@@ -421,9 +449,22 @@ extension DurableTimers {
                     state.running[key]! -= 1
                     if state.running[key] == 0 { state.running[key] = nil }
                 }
+                let ended: DurableTimerEvent.Outcome =
+                    switch outcome {
+                    case .delete, .advance: .completed
+                    case .retry(_, let error): .retrying(attempt: record.attempts, error: error)
+                    case .park(let error): .parked(error: error)
+                    }
+                options.onEvent(.ended(key: key, handler: record.handler, duration: .nanoseconds(timers.now().addingSaturating(-startedAt)), outcome: ended))
             }
             do {
-                if try await store.finish(namespace: namespace, key: key, owner: owner, sequence: record.sequence, outcome: outcome) {
+                let finished =
+                    if case .delete = outcome {
+                        try await complete(key, sequence: record.sequence, timers: timers)
+                    } else {
+                        try await store.finish(namespace: namespace, key: key, owner: owner, sequence: record.sequence, outcome: outcome)
+                    }
+                if finished {
                     switch outcome {
                     case .advance(let due, _, _): armIfLoaded(key, readyAt: due, handler: record.handler, timers: timers)
                     case .retry(let readyAt, _): armIfLoaded(key, readyAt: readyAt, handler: record.handler, timers: timers)
@@ -438,6 +479,42 @@ extension DurableTimers {
                 // The claim stays until its lease expires; then the occurrence runs again.
                 options.onError(error)
                 arm(key, readyAt: leaseUntil, at: leaseUntil, timers: timers)
+            }
+        }
+
+        /// Removes a completed one-shot in the next completion round: the completions that come while
+        /// a round is in flight are written together in the following one, one store call for all.
+        /// At rest a round is one timer; under load, many.
+        private func complete(_ key: String, sequence: Int64, timers: DurableTimers) async throws(DurableTimerError) -> Bool {
+            let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Bool, DurableTimerError>, Never>) in
+                let leads = state.withLock { state -> Bool in
+                    state.completions.append(PendingCompletion(completion: DurableCompletion(key: key, sequence: sequence), continuation: continuation))
+                    guard !state.isCompleting else { return false }
+                    state.isCompleting = true
+                    return true
+                }
+                // Not `spawn`: the runs waiting here are counted already, and a round must run after
+                // a stop too, since the runs under way finish.
+                if leads { Task(executorPreference: timers.clock.taskExecutor) { await self.completionRounds(timers: timers) } }
+            }
+            return try result.get()
+        }
+
+        private func completionRounds(timers: DurableTimers) async {
+            while true {
+                let batch = state.withLock { state -> [PendingCompletion] in
+                    defer { state.completions = [] }
+                    if state.completions.isEmpty { state.isCompleting = false }
+                    return state.completions
+                }
+                guard !batch.isEmpty else { return }
+                let removed: Result<Set<String>, DurableTimerError>
+                do {
+                    removed = .success(try await timers.store.finishAll(namespace: timers.namespace, owner: timers.owner, completed: batch.map(\.completion)))
+                } catch {
+                    removed = .failure(error)
+                }
+                for pending in batch { pending.continuation.resume(returning: removed.map { $0.contains(pending.completion.key) }) }
             }
         }
 

@@ -52,6 +52,12 @@ package protocol DurableTimerStore: Sendable {
     /// returns whether it did.
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
 
+    /// Removes the one-shots in `completed` whose occurrence ran, each if `owner` still holds it at
+    /// its sequence, in one write; returns the keys it removed. (``finish(namespace:key:owner:sequence:outcome:)``
+    /// with ``DurableTimerOutcome/delete`` for many at once: the runner gathers the completions of
+    /// one moment into one call.)
+    func finishAll(namespace: String, owner: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<String>
+
     /// Extends a claim's lease to `leaseUntil`, if `owner` still holds the timer at `sequence`.
     func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool
 
@@ -147,6 +153,17 @@ package enum DurableTimerOutcome: Sendable, Hashable {
 
 extension DurableTimerStore {
     package var hostSkew: Int64 { 0 }
+}
+
+/// A one-shot whose occurrence ran, to be removed (``DurableTimerStore/finishAll(namespace:owner:completed:)``).
+package struct DurableCompletion: Sendable, Hashable {
+    package var key: String
+    package var sequence: Int64
+
+    package init(key: String, sequence: Int64) {
+        self.key = key
+        self.sequence = sequence
+    }
 }
 
 extension DurableClaim {

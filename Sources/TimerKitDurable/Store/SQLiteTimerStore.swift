@@ -181,6 +181,17 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
+    func finishAll(namespace: String, owner: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<String> {
+        try write { db in
+            var removed: Set<String> = []
+            for completion in completed {
+                try db.run("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?", [namespace, completion.key, owner, completion.sequence])
+                if db.changesCount > 0 { removed.insert(completion.key) }
+            }
+            return removed
+        }
+    }
+
     func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
         try write { db in
             try db.run("UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?", [leaseUntil, leaseUntil, namespace, key, owner, sequence])

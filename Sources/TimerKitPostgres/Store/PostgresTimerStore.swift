@@ -314,6 +314,22 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
+    func finishAll(namespace: String, owner: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<String> {
+        guard !completed.isEmpty else { return [] }
+        let keys = completed.map(\.key)
+        let sequences = completed.map(\.sequence)
+        let query: PostgresQuery = """
+            DELETE FROM timerkit_timers t USING unnest(\(keys)::text[], \(sequences)::bigint[]) AS d(key, sequence)
+            WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = \(owner) AND t.sequence = d.sequence
+            RETURNING t.key
+            """
+        return try await call { client, logger in
+            var removed: Set<String> = []
+            for try await key in try await client.query(query, logger: logger).decode(String.self) { removed.insert(key) }
+            return removed
+        }
+    }
+
     func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
         // The lease runs from the database's now for as long as the runner asked from its own.
         let lease = leaseUntil - TimerClock.wall.now.nanoseconds.addingSaturating(hostSkew).addingSaturating(clockOffset)
