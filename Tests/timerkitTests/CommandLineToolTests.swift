@@ -37,6 +37,12 @@ struct CommandLineToolTests {
         (["at", "2001-01-01T00:00:00Z", "--", "true"], "is in the past"),
         (["countdown", "soon"], "invalid duration 'soon'"),
         (["countdown", "0s"], "the countdown must be more than zero"),
+        // Beyond what the library takes: refused as input, never exit 1 or a crash later.
+        (["countdown", "2400-01-01T00:00"], "too far ahead"),
+        (["countdown", "9223372036s"], "at most 100 years"),
+        (["after", "9223372036s", "--", "true"], "at most 100 years"),
+        (["every", "1s", "--for", "9223372036s", "--", "true"], "at most 100 years"),
+        (["every", "15000w", "--dry-run", "--", "true"], "at most 100 years"),
         (["sometimes"], "sometimes"),
     ])
     func badInput(arguments: [String], problem: String) async throws {
@@ -45,6 +51,18 @@ struct CommandLineToolTests {
         #expect(outcome.error.contains(problem), "\(outcome.error)")
         #expect(outcome.error.contains("Usage:"), "\(outcome.error)")
         #expect(!outcome.error.contains("Fatal error") && !outcome.error.contains("Stack dump"))
+    }
+
+    @Test("a command that is not found, or cannot be run, is reported before any waiting: at, after and every an hour ahead exit 127 or 126 at once", arguments: [
+        (["after", "1h", "--", "no-such-command-timerkit"], Int32(127), "command not found: no-such-command-timerkit"),
+        (["at", "2126-01-01T00:00Z", "--", "no-such-command-timerkit", "arg"], 127, "command not found: no-such-command-timerkit"),
+        (["every", "1h", "--", "/no/such/dir/tool"], 127, "command not found: /no/such/dir/tool"),
+        (["after", "1h", "--", "/tmp"], 126, "cannot run /tmp"),
+    ])
+    func commandCheckedFirst(arguments: [String], status: Int32, message: String) async throws {
+        let outcome = try await ToolRunner.run(arguments)
+        #expect(outcome.status == status, "\(outcome.error)")
+        #expect(outcome.error.contains(message), "\(outcome.error)")
     }
 
     @Test("a command that is not found exits 127, one that cannot be run 126, one killed by a signal 128 + n")
@@ -58,6 +76,8 @@ struct CommandLineToolTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let notExecutable = try await ToolRunner.run(["after", "0s", "--", file.path])
         #expect(notExecutable.status == 126, "\(notExecutable.error)")
+        let notExecutableLater = try await ToolRunner.run(["every", "1h", "--", file.path])
+        #expect(notExecutableLater.status == 126 && notExecutableLater.error.contains("cannot run \(file.path)"), "reported before the first run: \(notExecutableLater.error)")
 
         let killed = try await ToolRunner.run(["after", "0s", "--", "sh", "-c", "kill -TERM $$"])
         #expect(killed.status == 128 + SIGTERM)

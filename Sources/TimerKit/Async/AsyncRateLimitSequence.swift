@@ -3,7 +3,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     /// with the same options would run, as a sequence.
     ///
     /// ```swift
-    /// for try await query in searchField.texts.debounced(for: .milliseconds(300)) {
+    /// for try await query in try searchField.texts.debounced(for: .milliseconds(300)) {
     ///     results = try await search(query)
     /// }
     /// ```
@@ -28,7 +28,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     /// with the same options would run, as a sequence.
     ///
     /// ```swift
-    /// for await offset in scrollOffsets.throttled(for: .milliseconds(100)) { updateHeader(offset) }
+    /// for try await offset in try scrollOffsets.throttled(for: .milliseconds(100)) { updateHeader(offset) }
     /// ```
     ///
     /// When this sequence ends, a value still waiting for the end of its window is delivered at

@@ -3,7 +3,7 @@
 ///
 /// ```swift
 /// let search = try Debouncer<String>(delay: .milliseconds(300)) { query in run(query) }
-/// search.send("s"); search.send("sw"); search.send("swift")   // one run, with "swift", 300 ms after the last
+/// try search.send("s"); try search.send("sw"); try search.send("swift")   // one run, with "swift", 300 ms after the last
 /// ```
 ///
 /// A *burst* starts with a value sent while nothing is pending and lasts until `delay` has passed

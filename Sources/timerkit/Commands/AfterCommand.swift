@@ -40,6 +40,7 @@ struct AfterCommand: ParsableCommand {
             Output.line("timerkit after \(DurationText.describe(delay)): would run at \(TimeText.describe(at))")
             return
         }
+        try ChildProcess.checkBeforeWaiting(command, tool: "after")
         let status = try OneShotRun(name: "after", at: .after(delay), clock: clock.clock, command: command).run()
         if status != 0 { throw ExitCode(status) }
     }

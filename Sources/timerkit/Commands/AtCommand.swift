@@ -47,6 +47,7 @@ struct AtCommand: ParsableCommand {
             Output.line("timerkit at \(time): would run at \(TimeText.describe(target.date))")
             return
         }
+        try ChildProcess.checkBeforeWaiting(command, tool: "at")
         let status = try OneShotRun(name: "at", at: .date(target.date), clock: .wall, command: command).run()
         if status != 0 { throw ExitCode(status) }
     }

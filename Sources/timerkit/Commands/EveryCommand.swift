@@ -65,15 +65,21 @@ struct EveryCommand: ParsableCommand {
         if dryRun {
             let shown = min(count ?? 5, 10)
             let start = Date()
-            let instants = (0..<shown).map { k in start.addingTimeInterval(Double(DurationText.wholeNanoseconds(interval)) * Double(k) / 1e9) }
-                .filter { limit == nil || $0.timeIntervalSince(start) * 1e9 < Double(DurationText.wholeNanoseconds(limit!)) }
-            Output.line("timerkit every \(DurationText.describe(interval)): the first \(instants.count) run\(instants.count == 1 ? "" : "s") would start at")
-            for (k, instant) in instants.enumerated() {
-                Output.line("  \(TimeText.describe(instant))  (+\(DurationText.describe(interval * k)))")
+            let step = DurationText.wholeNanoseconds(interval)
+            // Offsets past the tool's longest duration (100 years) are not shown, nor past --for.
+            let offsets = (0..<Int64(shown)).compactMap { k -> Int64? in
+                let (offset, overflow) = step.multipliedReportingOverflow(by: k)
+                guard !overflow, offset <= DurationText.maximumNanoseconds else { return nil }
+                return limit.map { offset < DurationText.wholeNanoseconds($0) } ?? true ? offset : nil
+            }
+            Output.line("timerkit every \(DurationText.describe(interval)): the first \(offsets.count) run\(offsets.count == 1 ? "" : "s") would start at")
+            for offset in offsets {
+                Output.line("  \(TimeText.describe(start.addingTimeInterval(Double(offset) / 1e9)))  (+\(DurationText.describe(.nanoseconds(offset))))")
             }
             if count == nil && limit == nil { Output.line("  … and every \(DurationText.describe(interval)) after that, until Ctrl-C") }
             return
         }
+        try ChildProcess.checkBeforeWaiting(command, tool: "every")
         let runner = EveryRun(EveryRun.Options(
             interval: interval, count: count, limit: limit, tolerance: toleranceValue, missed: missed,
             clock: clock.clock, failFast: failFast, json: json, command: command))

@@ -2,7 +2,7 @@
 /// `1w`, `us`/`µs` and `ns` for precision, and a bare number for seconds (as `sleep` takes it).
 ///
 /// The value is exact: decimal digits are read as integers, never through a `Double`, so `0.1s` is
-/// 100 000 000 ns. Anything else — an unknown unit, a sign, a value beyond 292 years or finer than a
+/// 100 000 000 ns. Anything else — an unknown unit, a sign, a value beyond 100 years or finer than a
 /// nanosecond — is refused with a ``UsageError`` that names the problem.
 enum DurationText {
     /// Nanoseconds per unit, longest names first where one is a prefix of another.
@@ -11,6 +11,11 @@ enum DurationText {
         ("s", 1_000_000_000), ("m", 60_000_000_000), ("h", 3_600_000_000_000),
         ("d", 86_400_000_000_000), ("w", 604_800_000_000_000),
     ]
+
+    /// The longest duration the tool takes: 100 Gregorian years. Every clock's deadline
+    /// (now + duration, in 64-bit nanoseconds) is representable for centuries past it, so nothing
+    /// the parser accepts is refused later by the library.
+    static let maximumNanoseconds: Int64 = 3_155_695_200 * 1_000_000_000
 
     static let help = "a duration such as 250ms, 1.5s, 90s, 2m, 1h30m, 1d, 1w (us and ns too; a bare number is seconds)"
 
@@ -44,7 +49,12 @@ enum DurationText {
             total = try add(total, number.times(unit, text: text), text: text)
             sawTerm = true
         }
+        guard total <= maximumNanoseconds else { throw tooLong(text) }
         return total
+    }
+
+    static func tooLong(_ text: String) -> UsageError {
+        UsageError("duration '\(text)' is too long (at most 100 years)")
     }
 
     /// Parses `text` into a `Duration`.
@@ -61,7 +71,7 @@ enum DurationText {
 
     private static func add(_ a: Int64, _ b: Int64, text: String) throws(UsageError) -> Int64 {
         let (sum, overflow) = a.addingReportingOverflow(b)
-        guard !overflow else { throw UsageError("duration '\(text)' is too long (at most 292 years)") }
+        guard !overflow else { throw tooLong(text) }
         return sum
     }
 
@@ -72,7 +82,7 @@ enum DurationText {
 
         /// The number times `unit` nanoseconds, exactly.
         func times(_ unit: Int64, text: String) throws(UsageError) -> Int64 {
-            let tooLong = UsageError("duration '\(text)' is too long (at most 292 years)")
+            let tooLong = DurationText.tooLong(text)
             var whole: Int64 = 0
             for digit in integer {
                 let (shifted, o1) = whole.multipliedReportingOverflow(by: 10)

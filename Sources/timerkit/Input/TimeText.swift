@@ -1,9 +1,9 @@
 import Foundation
 
 /// A time of day or a date-time, as `at` and `countdown` take it: `09:30` (today, or tomorrow if it
-/// has passed), `09:30:15`, or ISO 8601 (`2026-11-23T20:00`, `2026-11-23T20:00:00+01:00`,
-/// `2026-11-23T19:00:00Z`; a date-time without an offset is local time). Resolved against a
-/// calendar and an instant, so that tests can fix both.
+/// has passed), `09:30:15`, or ISO 8601 (`2026-11-23T20:00`, `2026-11-23T20:00+01:00`,
+/// `2026-11-23T19:00:00Z`, seconds optional; a date-time without an offset is local time), at most
+/// 100 years ahead. Resolved against a calendar and an instant, so that tests can fix both.
 struct TimeText: Equatable {
     /// The wall-clock instant the text names.
     let date: Date
@@ -25,6 +25,9 @@ struct TimeText: Equatable {
         if let date = isoDate(trimmed, calendar: calendar) {
             guard date > now else {
                 throw UsageError("'\(trimmed)' is in the past (now: \(Self.describe(now, calendar: calendar)))")
+            }
+            guard date.timeIntervalSince(now) <= Double(DurationText.maximumNanoseconds) / 1e9 else {
+                throw UsageError("'\(trimmed)' is too far ahead (at most 100 years from now)")
             }
             return TimeText(date: date, movedToTomorrow: false)
         }
@@ -65,6 +68,15 @@ struct TimeText: Equatable {
         for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds]] {
             let formatter = ISO8601DateFormatter()
             formatter.formatOptions = options
+            if let date = formatter.date(from: text) { return date }
+        }
+        // With an offset or Z but without seconds (ISO 8601 allows it; ISO8601DateFormatter does not).
+        for format in ["yyyy-MM-dd'T'HH:mmXXXXX", "yyyy-MM-dd'T'HH:mmXX"] {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.calendar = Calendar(identifier: .gregorian)
+            formatter.isLenient = false
+            formatter.dateFormat = format
             if let date = formatter.date(from: text) { return date }
         }
         // Without an offset: local time.

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ArgumentParser
 import TimerKit
 
 /// A command run as a child process, with the shell's exit-status conventions.
@@ -84,6 +85,52 @@ struct ChildProcess: Sendable {
         guard result == 0 else { throw LaunchError(command: arguments[0], code: result) }
         return ChildProcess(pid: pid)
         #endif
+    }
+
+    /// Checks, before any waiting, that `command` can be started as ``launch(_:outputToStandardError:)``
+    /// will start it: found in `PATH` (unless it contains a slash) as an executable file. So
+    /// `timerkit at 09:30 -- sya hi` fails at once rather than hours later. (The file can still
+    /// change before the run; the launch then reports it.)
+    ///
+    /// - Throws: ``LaunchError`` with `ENOENT` (exit 127) when nothing of that name is found,
+    ///   `EACCES` (126) when it is found but is not an executable file.
+    static func check(_ command: String) throws(LaunchError) {
+        func executable(_ path: String) -> Int32 {
+            var info = stat()
+            guard stat(path, &info) == 0 else { return ENOENT }
+            guard (info.st_mode & mode_t(S_IFMT)) == mode_t(S_IFREG), access(path, X_OK) == 0 else { return EACCES }
+            return 0
+        }
+        if command.contains("/") {
+            let result = executable(command)
+            if result != 0 { throw LaunchError(command: command, code: result) }
+            return
+        }
+        // As execvp searches: each PATH entry in order (an empty one is the current directory);
+        // a match that cannot be run is remembered, and reported if nothing later can be.
+        let path = getenv("PATH").map { String(cString: $0) } ?? "/usr/bin:/bin"
+        var found = ENOENT
+        for directory in path.split(separator: ":", omittingEmptySubsequences: false) {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + command
+            switch executable(candidate) {
+            case 0: return
+            case EACCES: found = EACCES
+            default: continue
+            }
+        }
+        throw LaunchError(command: command, code: found)
+    }
+
+    /// ``check(_:)`` for a subcommand: on failure, says so on stderr as the run would and exits
+    /// with the shell's status (127 or 126).
+    static func checkBeforeWaiting(_ command: [String], tool: String) throws(ExitCode) {
+        guard let name = command.first else { return }
+        do {
+            try check(name)
+        } catch {
+            Output.error("timerkit \(tool): \(error)")
+            throw ExitCode(error.exitStatus)
+        }
     }
 
     /// Waits for the child to end (blocking the calling thread).
