@@ -12,14 +12,23 @@ struct TimerKitCommand: AsyncParsableCommand {
               timerkit every 1s --count 5 -- date     run a command on a 1 s grid, 5 times
               timerkit after 2s -- echo hi            run a command once, 2 s from now
               timerkit at 09:30 -- echo stand-up      run a command at 09:30 (wall clock)
+              timerkit timeout 10s -- make test       stop a command after 10 s (exit 124)
               timerkit demo                           walk through TimerKit's promises
 
-            Durations: 250ms, 1.5s, 90s, 2m, 1h30m, 1d, 1w, us, ns; a bare number is seconds.
-            Exit status: 0 done; 64 bad input; 126 command not executable; 127 command not found;
-            128+n ended by signal n (130: Ctrl-C); after, at: the command's own status.
+            Durations: 250ms, 1.5s, 90s, 2m, 1h30m, 1d, 1w, us, ns; a bare number is
+            seconds; at most 100 years.
+
+            Exit status:
+              0        done
+              64       bad input
+              124      timeout: the limit came (137: the command had to be killed)
+              126      the command is not executable
+              127      the command is not found
+              128+n    ended by signal n (130: Ctrl-C)
+              after, at, timeout: otherwise the command's own status
             """,
         version: TimerKitVersion.current,
-        subcommands: [CountdownCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, Demo.self])
+        subcommands: [CountdownCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self])
 
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
@@ -29,6 +38,16 @@ struct TimerKitCommand: AsyncParsableCommand {
                 Error: negative duration '\(value)': a duration cannot be negative
                 Usage: \(command.configuration.usage ?? "timerkit \(name)")
                   See 'timerkit \(name) --help' for more information.
+                """)
+            Foundation.exit(ExitCode.validationFailure.rawValue)
+        }
+        // `-µs&.879hr` would read as a cluster of short flags, one of them -h (help, exit 0).
+        if let (name, value) = unknownDashArgument(in: arguments) {
+            let usage = name.flatMap { subcommandUsage[$0] } ?? "timerkit <subcommand>"
+            Output.error("""
+                Error: unknown option '\(value)'
+                Usage: \(usage)
+                  See 'timerkit\(name.map { " \($0)" } ?? "") --help' for more information.
                 """)
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
@@ -44,10 +63,31 @@ struct TimerKitCommand: AsyncParsableCommand {
         }
     }
 
+    static let subcommandUsage: [String: String] = Dictionary(uniqueKeysWithValues:
+        ([CountdownCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self] as [any ParsableCommand.Type]).compactMap { command in
+            command.configuration.commandName.map { ($0, command.configuration.usage ?? "timerkit \($0)") }
+        })
+
+    /// The subcommand (if any) and the argument, when an argument before `--` starts with one dash
+    /// followed by neither a letter nor a digit (`-µs`, `-&`): no option looks like that, and
+    /// ArgumentParser would read letters further in as short flags.
+    static func unknownDashArgument(in arguments: [String]) -> (String?, String)? {
+        let name = arguments.first.flatMap { subcommandUsage[$0] != nil ? $0 : nil }
+        for argument in arguments.dropFirst(name == nil ? 0 : 1) {
+            if argument == "--" { break }
+            guard argument.count > 1, argument.first == "-", let second = argument.dropFirst().first else { continue }
+            if second == "-" || (second.isASCII && (second.isLetter || second.isNumber)) || second == "." { continue }
+            return (name, argument)
+        }
+        return nil
+    }
+
     /// The subcommand and the argument, when a duration argument of `countdown`, `every` or
     /// `after` (or an option's value) before `--` is a negative number.
     static func negativeDuration(in arguments: [String]) -> (String, any ParsableCommand.Type, String)? {
-        let commands: [String: any ParsableCommand.Type] = ["countdown": CountdownCommand.self, "every": EveryCommand.self, "after": AfterCommand.self]
+        let commands: [String: any ParsableCommand.Type] = [
+            "countdown": CountdownCommand.self, "every": EveryCommand.self, "after": AfterCommand.self, "timeout": TimeoutCommand.self,
+        ]
         guard let name = arguments.first, let command = commands[name] else { return nil }
         for argument in arguments.dropFirst() {
             if argument == "--" { break }

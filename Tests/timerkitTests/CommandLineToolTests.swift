@@ -30,6 +30,8 @@ struct CommandLineToolTests {
         (["every", "0s", "--", "true"], "the interval must be more than zero"),
         (["every", "-1s", "--", "true"], "negative duration"),
         (["every", "1s", "--count", "0", "--", "true"], "--count must be at least 1"),
+        (["every", "1s", "--tolerance", "2s", "--", "true"], "--tolerance 2s is more than the interval (1s)"),
+        (["every", "1s", "--tolerance", "150%", "--", "true"], "more than 100 %"),
         (["every", "1s"], "missing command after --"),
         (["every", "1s", "--missed", "sometimes", "--", "true"], "sometimes"),
         (["after", "2s"], "missing command after --"),
@@ -44,6 +46,11 @@ struct CommandLineToolTests {
         (["every", "1s", "--for", "9223372036s", "--", "true"], "at most 100 years"),
         (["every", "15000w", "--dry-run", "--", "true"], "at most 100 years"),
         (["sometimes"], "sometimes"),
+        (["countdown", "-µs&.879hr"], "unknown option '-µs&.879hr'"),
+        (["-&h"], "unknown option '-&h'"),
+        (["timeout", "1s"], "missing command after --"),
+        (["timeout", "0s", "--", "true"], "the limit must be more than zero"),
+        (["timeout", "1s", "--signal", "LOUD", "--", "true"], "unknown signal 'LOUD'"),
     ])
     func badInput(arguments: [String], problem: String) async throws {
         let outcome = try await ToolRunner.run(arguments)
@@ -242,11 +249,12 @@ struct CommandLineToolTests {
         if let first = runs.first, let last = runs.last { #expect(last.deadline - first.deadline < 0.45) }
     }
 
-    @Test("Ctrl-C stops every: the signal reaches the running command, the summary is printed, exit 130")
+    @Test("Ctrl-C stops every: the signal reaches the running command, the summary is printed and counts that run as interrupted, not failed, exit 130")
     func interruptForwards() async throws {
         let outcome = try await ToolRunner.run(["every", "1s", "--", "sh", "-c", "echo $$; exec sleep 30"], interrupt: .afterOutput("\n"))
         #expect(outcome.status == 130)
         #expect(outcome.error.contains("timerkit every: 1 run in"))
+        #expect(outcome.error.contains("0 failures; run 1 interrupted"), "\(outcome.error)")
         #expect(outcome.seconds < 25)
         // The child is gone (the tool waited for it).
         if let pid = Int32(outcome.output.trimmingCharacters(in: .whitespacesAndNewlines)) {
@@ -260,7 +268,31 @@ struct CommandLineToolTests {
         #expect(outcome.status == 130)
         #expect(outcome.seconds >= 2)
         #expect(outcome.seconds < 25)
-        #expect(outcome.error.contains("1 failure"))
+        #expect(outcome.error.contains("0 failures; run 1 interrupted"), "killed after the grace period, still the interrupted run: \(outcome.error)")
+    }
+
+    // MARK: timeout
+
+    @Test("timeout: a command still running at the limit gets TERM and timerkit exits 124, never before the limit; one that ends first gives its own status")
+    func timeoutLimits() async throws {
+        let limited = try await ToolRunner.run(["timeout", "300ms", "--", "sleep", "20"])
+        #expect(limited.status == 124, "\(limited.error)")
+        #expect(limited.seconds >= 0.3 && limited.seconds < 15)
+        let quick = try await ToolRunner.run(["timeout", "20s", "--", "sh", "-c", "echo ran; exit 3"])
+        #expect(quick.status == 3 && quick.output == "ran\n")
+        #expect(quick.seconds < 15)
+        let missing = try await ToolRunner.run(["timeout", "1s", "--", "no-such-command-timerkit"])
+        #expect(missing.status == 127 && missing.error.contains("command not found"))
+    }
+
+    @Test("timeout --signal sends the named signal; --kill-after kills a command that ignores it (exit 137)")
+    func timeoutSignals() async throws {
+        let interrupted = try await ToolRunner.run(["timeout", "300ms", "--signal", "INT", "--", "sh", "-c", "trap 'echo got INT; exit 5' INT; sleep 20 >/dev/null 2>&1 & wait"])
+        #expect(interrupted.status == 124)
+        #expect(interrupted.output.contains("got INT"))
+        let stubborn = try await ToolRunner.run(["timeout", "300ms", "--kill-after", "300ms", "--", "sh", "-c", "trap '' TERM; exec sleep 20"])
+        #expect(stubborn.status == 137, "\(stubborn.error)")
+        #expect(stubborn.seconds >= 0.6 && stubborn.seconds < 15)
     }
 
     // MARK: countdown
@@ -291,6 +323,41 @@ struct CommandLineToolTests {
         #expect(await ToolRunner.waitForExit(pid) == 130)
         #expect(terminal.isCanonicalWithEcho)
         #expect(await terminal.wait { $0.contains("\u{1B}[?25h") })  // the cursor is shown again
+    }
+
+    @Test("countdown on a terminal: Ctrl-Z (SIGTSTP) gives the terminal back as it was and stops the process; fg (SIGCONT) takes the keys again, redraws, and p pauses at once")
+    func countdownSuspended() async throws {
+        let terminal = try PseudoTerminal()
+        defer { terminal.close() }
+        let pid = try terminal.spawn(["countdown", "1m"])
+        #expect(await terminal.wait { $0.contains("1:00") })
+        #expect(await terminal.wait { _ in !terminal.isCanonicalWithEcho })
+        #expect(await ToolRunner.isCatching(SIGTSTP, pid: pid))
+        kill(pid, SIGTSTP)
+        #expect(await ToolRunner.eventually { ToolRunner.hasStopped(pid) }, "stopped, as a job the shell can resume")
+        #expect(terminal.isCanonicalWithEcho, "echo and line mode while stopped")
+        #expect(terminal.text.hasSuffix("\r\n\u{1B}[?25h"), "the cursor shown, on a line of its own")
+        let before = terminal.text.utf8.count
+        kill(pid, SIGCONT)
+        #expect(await terminal.wait { _ in !terminal.isCanonicalWithEcho }, "key mode again")
+        #expect(await terminal.wait { String(decoding: $0.utf8.dropFirst(before), as: UTF8.self).contains("\u{1B}[?25l") }, "the cursor hidden again")
+        terminal.type("p")
+        #expect(await terminal.wait { String(decoding: $0.utf8.dropFirst(before), as: UTF8.self).contains("paused · p resume") })
+        terminal.type("q")
+        #expect(await ToolRunner.waitForExit(pid) == 130)
+        #expect(terminal.isCanonicalWithEcho)
+    }
+
+    @Test("countdown on a terminal at zero: the line says done without the keys, the bell rings once (never with --quiet), exit 0", arguments: [false, true])
+    func countdownEnds(quiet: Bool) async throws {
+        let terminal = try PseudoTerminal()
+        defer { terminal.close() }
+        let pid = try terminal.spawn(["countdown", "1s"] + (quiet ? ["--quiet"] : []), environment: ["NO_COLOR": "1"])
+        #expect(await ToolRunner.waitForExit(pid) == 0)
+        #expect(await terminal.wait { $0.contains("0:00   done") })
+        let last = terminal.text.components(separatedBy: "\u{1B}[2K").last ?? ""
+        #expect(last.contains("0:00   done") && !last.contains("q quit"), "\(last.debugDescription)")
+        #expect(terminal.text.filter { $0 == "\u{7}" }.count == (quiet ? 0 : 1))
     }
 
     @Test("countdown on a terminal: Ctrl-C exits 130 with the terminal restored, and NO_COLOR turns colour off")

@@ -95,6 +95,12 @@ enum ToolRunner {
         #endif
     }
 
+    /// Whether the child `pid` has stopped (job control), as `waitpid` reports it: once per stop.
+    static func hasStopped(_ pid: pid_t) -> Bool {
+        var status: Int32 = 0
+        return waitpid(pid, &status, WNOHANG | WUNTRACED) == pid && status & 0xff == 0x7f
+    }
+
     /// Polls `condition` every 10 ms for at most 30 s.
     static func eventually(_ condition: () -> Bool) async -> Bool {
         let end = Date().addingTimeInterval(30)

@@ -7,7 +7,7 @@ struct AfterCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "after",
         abstract: "Run a command once, after a delay; its exit status becomes timerkit's.",
-        usage: "timerkit after <duration> [--clock continuous|suspending] [--dry-run] -- <command> [<argument> ...]",
+        usage: "timerkit after <duration> [<options>] -- <command> [<argument> ...]",
         discussion: """
             The delay is counted on the continuous clock by default, so it includes time the machine \
             spends asleep (`sleep` on Linux does not). Ctrl-C while waiting exits 130 without running \

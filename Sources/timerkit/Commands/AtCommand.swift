@@ -9,7 +9,7 @@ struct AtCommand: ParsableCommand {
         abstract: "Run a command once, at a time of day or a date; its exit status becomes timerkit's.",
         usage: "timerkit at <time> [--dry-run] -- <command> [<argument> ...]",
         discussion: """
-            The time is on the wall clock and follows changes to it (C1): if the system clock is set \
+            The time is on the wall clock and follows changes to it: if the system clock is set \
             forward or back while waiting, the command still runs when the wall clock reads the \
             time. A time of day that has passed today means tomorrow (said on stderr). Ctrl-C while \
             waiting exits 130 without running the command.

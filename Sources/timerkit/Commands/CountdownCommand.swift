@@ -7,14 +7,16 @@ struct CountdownCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "countdown",
         abstract: "A live countdown to a duration from now or to a time.",
-        usage: "timerkit countdown <duration|time> [--label <text>]",
+        usage: "timerkit countdown <duration|time> [--label <text>] [--quiet]",
         discussion: """
             On a terminal: one line redrawn in place with a progress bar; p or space pauses and \
             resumes (exactly: the remaining time is frozen to the nanosecond), q or Ctrl-C quits and \
             restores the terminal. Otherwise one plain line per second, no escape codes. Colour only \
             on a terminal and never when NO_COLOR is set. The value shown is the remaining time \
             rounded up, and changes exactly when a second of it passes; a countdown to a duration runs \
-            on the continuous clock (it counts the machine's sleep), one to a time on the wall clock.
+            on the continuous clock (it counts the machine's sleep), one to a time on the wall clock. \
+            At zero the line says "done" and the terminal bell rings (not with --quiet, never into a \
+            pipe). Ctrl-Z gives the terminal back and stops; fg resumes (the countdown kept counting).
             Exit status: 0 at zero, 130 on Ctrl-C or q.
 
             Examples: timerkit countdown 25m --label Tea    timerkit countdown 20:00 --label "Sale ends"
@@ -25,6 +27,9 @@ struct CountdownCommand: ParsableCommand {
 
     @Option(help: "A label shown beside the remaining time.")
     var label: String?
+
+    @Flag(help: "No bell at zero.")
+    var quiet = false
 
     /// The deadline and its clock, from the argument.
     func resolvedTarget(now: Date = Date()) throws -> (TimerStart, TimerClock, String?) {
@@ -47,7 +52,7 @@ struct CountdownCommand: ParsableCommand {
     func run() throws {
         let (start, clock, note) = try resolvedTarget()
         if let note { Output.error(note) }
-        let status = try CountdownRun(to: start, clock: clock, label: label).run()
+        let status = try CountdownRun(to: start, clock: clock, label: label, bell: !quiet).run()
         if status != 0 { throw ExitCode(status) }
     }
 }

@@ -7,7 +7,7 @@ struct EveryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "every",
         abstract: "Run a command on a fixed grid, start to start: no drift, never two runs at once.",
-        usage: "timerkit every <interval> [--count <n>] [--for <duration>] [--tolerance <duration|percent>] [--missed skip|coalesce|burst] [--clock continuous|suspending] [--fail-fast] [--dry-run] [--json] -- <command> [<argument> ...]",
+        usage: "timerkit every <interval> [<options>] -- <command> [<argument> ...]",
         discussion: """
             The first run starts at once, run k at start + k·interval, whatever the runs take (unlike \
             `watch -n`, which waits the interval after each run and drifts). A run that overruns its \
@@ -57,6 +57,10 @@ struct EveryCommand: ParsableCommand {
 
     func validate() throws {
         if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
+        // As a percentage, more than 100 % is refused; as a duration, more than the interval is too.
+        if case .duration(let duration) = tolerance, duration > interval {
+            throw ValidationError("--tolerance \(DurationText.describe(duration)) is more than the interval (\(DurationText.describe(interval))): runs would start after the next one is due")
+        }
         if command.isEmpty && !dryRun { throw ValidationError("missing command after --, as in: timerkit every 1s -- date") }
     }
 

@@ -24,7 +24,11 @@ final class CountdownRun: Sendable {
     /// The whole length, for the progress bar.
     private let total: Duration
 
-    init(to start: TimerStart, clock: TimerClock, label: String?) {
+    /// Whether the terminal bell rings at zero (only on a terminal).
+    private let bell: Bool
+
+    init(to start: TimerStart, clock: TimerClock, label: String?, bell: Bool = true) {
+        self.bell = bell
         self.start = start
         self.clock = clock
         interactive = Terminal.isOutputTerminal
@@ -38,7 +42,9 @@ final class CountdownRun: Sendable {
 
     /// Counts down; returns 0 at zero, 128 + the signal's number on a signal, 130 on `q`.
     func run() throws -> Int32 {
-        SignalRelay.install { [self] signal in end(128 + signal) }
+        SignalRelay.install(catchingSuspension: interactive) { [self] signal in
+            if signal == SIGTSTP { suspend() } else { end(128 + signal) }
+        }
         if interactive {
             terminal.enterKeyMode()
             Output.raw(Terminal.Escape.hideCursor)
@@ -66,6 +72,7 @@ final class CountdownRun: Sendable {
         guard ending.withLock({ $0 == nil }) || tick.isFinished else { return }
         if interactive {
             Output.raw(line.terminal(tick, total: total, paused: paused, columns: Terminal.columns))
+            if tick.isFinished && bell { Output.raw(Terminal.Escape.bell) }
         } else {
             Output.line(line.plain(tick))
         }
@@ -86,6 +93,23 @@ final class CountdownRun: Sendable {
             end(130)
         default:
             break
+        }
+    }
+
+    /// Ctrl-Z: gives the shell its terminal back as it was (echo, line mode, the cursor), stops,
+    /// and on `fg` takes the keys again and redraws. The countdown keeps counting meanwhile: its
+    /// deadline does not move (use `p` to pause).
+    private func suspend() {
+        queue.sync {
+            Output.raw("\n")
+            terminal.restore()
+        }
+        SignalRelay.stopSelf()
+        queue.async { [self] in
+            terminal.enterKeyMode()
+            Output.raw(Terminal.Escape.hideCursor)
+            guard let countdown = countdown.withLock({ $0 }) else { return }
+            show(countdown.currentTick, paused: countdown.isPaused)
         }
     }
 

@@ -83,6 +83,8 @@ final class EveryRun: Sendable {
             state.summary.elapsed = clock.now.nanoseconds - started
             return (state.summary, state.ending)
         }
+        // After Ctrl-C the terminal shows "^C" with no newline: start the summary on a line of its own.
+        if case .signal = ending, Terminal.isErrorTerminal { Output.error("") }
         Output.error(summary.text(policy: options.missed))
         switch ending {
         case .countReached, .timeUp, nil: return 0
@@ -133,6 +135,8 @@ final class EveryRun: Sendable {
             state.child = nil
             state.previousEnd = end
             state.summary.runs.append(record)
+            // A signal ended the runs while this one ran: it was passed on to the command.
+            if case .signal = state.ending { state.summary.interrupted = number }
             if options.failFast && !termination.succeeded { return .failed(termination.status) }
             if let count = options.count, number >= count { return .countReached }
             return nil

@@ -46,8 +46,11 @@ struct RunSummary {
     var skipped = 0
     var coalesced = 0
     var elapsed: Int64 = 0
+    /// The run under way when a signal ended the runs, which the signal was passed on to: not a
+    /// failure of the command.
+    var interrupted: Int?
 
-    var failures: Int { runs.filter { $0.status != 0 }.count }
+    var failures: Int { runs.filter { $0.status != 0 && $0.number != interrupted }.count }
 
     func text(policy: MissedChoice) -> String {
         let latenesses = runs.map(\.lateness).sorted()
@@ -67,6 +70,7 @@ struct RunSummary {
             parts.append("start lateness p50 \(ms(quantile(0.5))), p99 \(ms(quantile(0.99))), max \(ms(latenesses.last ?? 0))")
         }
         parts.append("\(failures) failure\(failures == 1 ? "" : "s")")
+        if let interrupted { parts.append("run \(interrupted) interrupted") }
         return "timerkit every: " + parts.joined(separator: "; ")
     }
 }

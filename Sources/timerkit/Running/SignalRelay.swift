@@ -5,7 +5,8 @@ import Darwin
 #endif
 import Foundation
 
-/// Turns SIGINT, SIGTERM and SIGHUP into calls of a Swift closure on a thread of its own.
+/// Turns SIGINT, SIGTERM and SIGHUP (and SIGTSTP, when asked) into calls of a Swift closure on a
+/// thread of its own.
 ///
 /// The signal handler does the one thing a handler may: it writes the signal's number into a pipe
 /// (the self-pipe trick). A thread blocked on the other end reads it and calls `handler`, where
@@ -16,7 +17,11 @@ enum SignalRelay {
 
     static let relayed: [Int32] = [SIGINT, SIGTERM, SIGHUP]
 
-    static func install(_ handler: @escaping @Sendable (Int32) -> Void) {
+    /// Installs the relay. With `catchingSuspension`, SIGTSTP (Ctrl-Z) is relayed too instead of
+    /// stopping the process at once: the handler restores what it changed (the terminal), then
+    /// stops the process itself (``stopSelf()``).
+    static func install(catchingSuspension: Bool = false, _ handler: @escaping @Sendable (Int32) -> Void) {
+        let relayed = relayed + (catchingSuspension ? [SIGTSTP] : [])
         // A process may start with these signals blocked (a parent's worker thread spawned it, and
         // blocked masks are inherited): unblock them on this thread, so that it and the threads it
         // creates from here on (the relay, the clock's engine) can receive them.
@@ -48,6 +53,17 @@ enum SignalRelay {
             action.sa_flags = SA_RESTART
             sigaction(signal, &action, nil)
         }
+    }
+
+    /// Stops the process as SIGTSTP would have (the shell sees a stopped job) and returns once it
+    /// is continued (`fg`, `bg`, SIGCONT).
+    ///
+    /// `raise`, not `kill(getpid(), …)`: a signal sent to the process may be taken by another
+    /// thread while this one runs on — past this call, into what must wait for the resume (found
+    /// by the Ctrl-Z test, which saw key mode entered again before the stop). Sent to this thread,
+    /// it is taken on the way out of the call, and the whole process stops there.
+    static func stopSelf() {
+        _ = raise(SIGSTOP)
     }
 
     private static func relay(from readEnd: Int32, to handler: @Sendable (Int32) -> Void) {

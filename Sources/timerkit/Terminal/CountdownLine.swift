@@ -11,10 +11,11 @@ struct CountdownLine {
         [tick.formatted(), label].compactMap { $0 }.joined(separator: "  ")
     }
 
-    /// The terminal line: `[██████░░░░░░]  0:42  Tea   p pause · q quit`, fitted to `columns`.
+    /// The terminal line: `[██████░░░░░░]  0:42  Tea   p pause · q quit`, fitted to `columns`; at
+    /// zero the keys are gone: `[████████████]  0:00  Tea   done`.
     func terminal(_ tick: Countdown.Tick, total: Duration, paused: Bool, columns: Int) -> String {
         let remaining = tick.formatted()
-        let hint = paused ? "paused · p resume · q quit" : "p pause · q quit"
+        let hint = tick.isFinished ? "done" : paused ? "paused · p resume · q quit" : "p pause · q quit"
         let labelText = label.map { "  \($0)" } ?? ""
         let fixed = 2 + 2 + remaining.count + labelText.count + 3 + hint.count
         let width = max(0, min(40, columns - fixed - 1))

@@ -18,6 +18,9 @@ final class Terminal: @unchecked Sendable {
     /// Whether keys can be read from standard input.
     static var isInputTerminal: Bool { isatty(STDIN_FILENO) == 1 }
 
+    /// Whether standard error is a terminal.
+    static var isErrorTerminal: Bool { isatty(STDERR_FILENO) == 1 }
+
     /// Colour only on a terminal, and never when `NO_COLOR` is set to anything but the empty string.
     static var usesColor: Bool {
         guard isOutputTerminal else { return false }
@@ -75,6 +78,8 @@ final class Terminal: @unchecked Sendable {
     enum Escape {
         static let clearLine = "\r\u{1B}[2K"
         static let hideCursor = "\u{1B}[?25l"
+        /// The terminal bell.
+        static let bell = "\u{7}"
         static let showCursor = "\u{1B}[?25h"
         static let green = "\u{1B}[32m"
         static let yellow = "\u{1B}[33m"
