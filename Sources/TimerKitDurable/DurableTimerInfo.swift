@@ -1,4 +1,5 @@
 import Foundation
+import TimerKit
 
 /// A stored durable timer, as ``DurableTimers/timer(key:)`` and ``DurableTimers/timers(limit:)`` show it.
 public struct DurableTimerInfo: Sendable, Hashable {

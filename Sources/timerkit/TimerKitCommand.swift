@@ -9,9 +9,12 @@ struct TimerKitCommand: AsyncParsableCommand {
         discussion: """
             Examples:
               timerkit countdown 25m --label Tea     a live countdown (p pauses, q quits)
+              timerkit stopwatch                      count up, with laps (l) and pause (p)
               timerkit every 1s --count 5 -- date     run a command on a 1 s grid, 5 times
-              timerkit after 2s -- echo hi            run a command once, 2 s from now
-              timerkit at 09:30 -- echo stand-up      run a command at 09:30 (wall clock)
+              timerkit every --on "mon..fri 09:00" -- notify-send Stand-up
+                                                      run a command on the calendar
+              timerkit after 1m 30s -- echo hi        run a command once, 90 s from now
+              timerkit at 9:30am -- echo stand-up     run a command at 09:30 (wall clock)
               timerkit timeout 10s -- make test       stop a command after 10 s (exit 124)
               timerkit demo                           walk through TimerKit's promises
 
@@ -25,10 +28,11 @@ struct TimerKitCommand: AsyncParsableCommand {
               126      the command is not executable
               127      the command is not found
               128+n    ended by signal n (130: Ctrl-C)
-              after, at, timeout: otherwise the command's own status
+              after, at, timeout, countdown -- cmd: otherwise the command's own status
+              every --fail-fast: the failing run's status (124: it hit --timeout)
             """,
         version: TimerKitVersion.current,
-        subcommands: [CountdownCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self])
+        subcommands: [CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self])
 
     static func main() async {
         let arguments = Array(CommandLine.arguments.dropFirst())
@@ -36,7 +40,7 @@ struct TimerKitCommand: AsyncParsableCommand {
         if let (name, command, value) = negativeDuration(in: arguments) {
             Output.error("""
                 Error: negative duration '\(value)': a duration cannot be negative
-                Usage: \(command.configuration.usage ?? "timerkit \(name)")
+                Usage: \(aligned(command.configuration.usage ?? "timerkit \(name)"))
                   See 'timerkit \(name) --help' for more information.
                 """)
             Foundation.exit(ExitCode.validationFailure.rawValue)
@@ -46,13 +50,13 @@ struct TimerKitCommand: AsyncParsableCommand {
             let usage = name.flatMap { subcommandUsage[$0] } ?? "timerkit <subcommand>"
             Output.error("""
                 Error: unknown option '\(value)'
-                Usage: \(usage)
+                Usage: \(aligned(usage))
                   See 'timerkit\(name.map { " \($0)" } ?? "") --help' for more information.
                 """)
             Foundation.exit(ExitCode.validationFailure.rawValue)
         }
         do {
-            var command = try parseAsRoot(arguments)
+            var command = try parseAsRoot(joiningWords(arguments))
             if var command = command as? any AsyncParsableCommand {
                 try await command.run()
             } else {
@@ -63,8 +67,47 @@ struct TimerKitCommand: AsyncParsableCommand {
         }
     }
 
+    /// A usage of several lines with its later lines under the first, after "Usage: ".
+    static func aligned(_ usage: String) -> String {
+        usage.replacingOccurrences(of: "\n", with: "\n       ")
+    }
+
+    /// Subcommands whose one positional argument may be typed as several words, and their options
+    /// that take a value.
+    static let multiWordArgument: [String: Set<String>] = [
+        "after": ["--clock"], "at": [], "countdown": ["--label"],
+    ]
+
+    /// `after 1m 30s -- …`, `at tomorrow 9am -- …`, `countdown 1m 30s`: the words before `--` that
+    /// are neither options nor their values become one argument, at the place of the first, so
+    /// that ArgumentParser (which allows no second positional list before the command) sees one.
+    static func joiningWords(_ arguments: [String]) -> [String] {
+        guard let name = arguments.first, let valued = multiWordArgument[name] else { return arguments }
+        var result = [name]
+        var words: [String] = []
+        var wordsAt: Int?
+        var rest = arguments.dropFirst()
+        while let argument = rest.first {
+            if argument == "--" { break }
+            rest = rest.dropFirst()
+            if argument.hasPrefix("-") {
+                result.append(argument)
+                // An option's value is its own argument, unless given as --name=value.
+                if valued.contains(argument), let value = rest.first {
+                    result.append(value)
+                    rest = rest.dropFirst()
+                }
+                continue
+            }
+            if wordsAt == nil { wordsAt = result.count }
+            words.append(argument)
+        }
+        if let wordsAt { result.insert(words.joined(separator: " "), at: wordsAt) }
+        return result + rest
+    }
+
     static let subcommandUsage: [String: String] = Dictionary(uniqueKeysWithValues:
-        ([CountdownCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self] as [any ParsableCommand.Type]).compactMap { command in
+        ([CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self] as [any ParsableCommand.Type]).compactMap { command in
             command.configuration.commandName.map { ($0, command.configuration.usage ?? "timerkit \($0)") }
         })
 

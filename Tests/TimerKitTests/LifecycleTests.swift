@@ -1,6 +1,7 @@
 import Dispatch
+import Foundation
 import Testing
-import TimerKit
+@testable import TimerKit
 import TimerKitTesting
 
 /// C6–C10 on the virtual clock.
@@ -49,6 +50,77 @@ struct LifecycleTests {
         timer.fire()
         virtual.advance(by: .seconds(10))
         #expect(fires.current == 1)
+    }
+
+    @Test("C7: fire() with engine-thread delivery runs on the calling thread when no run is under way; during a run it returns at once and the running thread runs it next, with deadlineCount 0")
+    func whoRunsAManualFire() throws {
+        let virtual = VirtualClock()
+        let fires = Recorder<(count: Int, thread: UInt64)>()
+        let inFirstRun = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: virtual.clock) { _, fire in
+            fires.append((fire.deadlineCount, SystemClock.currentThreadID))
+            if fires.count == 1 {
+                inFirstRun.signal()
+                release.wait()
+            }
+        }
+        // First, a run under way on another thread: the advance's, held inside the handler.
+        let advancer = DispatchQueue(label: "advancer")
+        let advanced = DispatchSemaphore(value: 0)
+        let advancerThread = Recorder<UInt64>()
+        advancer.async {
+            advancerThread.append(SystemClock.currentThreadID)
+            virtual.advance(by: .seconds(1))
+            advanced.signal()
+        }
+        inFirstRun.wait()
+        #expect(timer.fire(), "a run was requested")
+        #expect(fires.count == 1, "a run is under way: fire() returned without running the handler")
+        release.signal()
+        advanced.wait()
+        #expect(fires.all.map(\.count) == [1, 0], "the running thread ran the requested fire right after, as a manual fire")
+        #expect(fires.all.allSatisfy { $0.thread == advancerThread.all[0] })
+        // Idle now: on the calling thread, before it returns.
+        #expect(timer.fire())
+        #expect(fires.all.map(\.count) == [1, 0, 0])
+        #expect(fires.all[2].thread == SystemClock.currentThreadID)
+        timer.invalidate()
+        #expect(!timer.fire(), "an invalid timer: nothing requested")
+        #expect(fires.count == 3)
+    }
+
+    @Test("C7: fire() on a one-shot that the engine has already taken for its deadline runs the handler once in all, never twice")
+    func manualFireOnATakenOneShot() throws {
+        let virtual = VirtualClock()
+        let queue = DispatchQueue(label: "held")
+        let hold = DispatchSemaphore(value: 0)
+        let fires = Recorder<Int>()
+        // The delivery queue is busy, so the engine's decided run waits in it: the moment a real
+        // engine thread can be in between taking the timer and calling its handler.
+        queue.async { hold.wait() }
+        let timer = try ScheduledTimer.once(at: .after(.seconds(1)), clock: virtual.clock, delivery: .queue(queue)) { _, fire in
+            fires.append(fire.deadlineCount)
+        }
+        try timer.reschedule(at: .after(.milliseconds(10)))
+        // The advance waits for its queued deliveries, so it runs elsewhere; once the engine has
+        // taken the timer out of its store, fire() comes.
+        let advanced = DispatchSemaphore(value: 0)
+        DispatchQueue(label: "advancer").async {
+            virtual.advance(by: .seconds(1))
+            advanced.signal()
+        }
+        for _ in 0..<10_000 where virtual.pendingTimerCount > 0 { Thread.sleep(forTimeInterval: 0.001) }
+        #expect(virtual.pendingTimerCount == 0, "the engine took the timer")
+        let requested = timer.fire()
+        #expect(fires.count == 0, "nothing ran on the calling thread: a run was already decided")
+        hold.signal()
+        advanced.wait()
+        queue.sync {}
+        // Exactly one run: the deadline's, or the manual fire standing for it.
+        #expect(fires.count == 1)
+        #expect(fires.all == [requested ? 0 : 1])
+        #expect(!timer.isValid)
     }
 
     @Test("C7: fire() delivers on the timer's delivery queue")

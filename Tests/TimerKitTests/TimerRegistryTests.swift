@@ -104,6 +104,8 @@ struct TimerRegistryTests {
         try registry.schedule("a", at: .after(.seconds(1)), every: .seconds(1)) { key, _ in runs.append(key) }
         try registry.schedule("b", at: .after(.seconds(1)), every: .seconds(1)) { key, _ in runs.append(key) }
         #expect(registry.suspend("a"))
+        #expect(!registry.suspend("a"), "already suspended: the second call changes nothing and says so")
+        #expect(!registry.resume("b"), "not suspended: nothing to resume")
         virtual.advance(by: .seconds(1))
         #expect(runs.all == ["b"])
         #expect(registry.fire("a"))

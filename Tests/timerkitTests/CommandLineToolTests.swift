@@ -17,12 +17,22 @@ struct CommandLineToolTests {
     func helpAndVersion() async throws {
         let help = try await ToolRunner.run([])
         #expect(help.status == 0)
-        for example in ["timerkit countdown 25m", "timerkit every 1s", "timerkit after 2s", "timerkit at 09:30", "timerkit demo"] {
+        for example in ["timerkit countdown 25m", "timerkit stopwatch", "timerkit every 1s", "timerkit every --on", "timerkit after 1m 30s", "timerkit at 9:30am", "timerkit timeout 10s", "timerkit demo"] {
             #expect(help.output.contains(example), "\(example) is missing from: \(help.output)")
         }
         let version = try await ToolRunner.run(["--version"])
         #expect(version.status == 0)
         #expect(version.output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ".").count == 3)
+    }
+
+    @Test("every subcommand's help reads at 80 columns: no line is longer")
+    func helpFitsEightyColumns() async throws {
+        for subcommand in [[], ["countdown"], ["stopwatch"], ["every"], ["after"], ["at"], ["timeout"], ["demo"]] {
+            let help = try await ToolRunner.run(subcommand + ["--help"], environment: ["COLUMNS": "80"])
+            #expect(help.status == 0)
+            let long = help.output.split(separator: "\n").filter { $0.count > 80 }
+            #expect(long.isEmpty, "timerkit \(subcommand.joined()) --help: \(long)")
+        }
     }
 
     @Test("bad input gets one line naming the problem, the usage, and exit 64", arguments: [

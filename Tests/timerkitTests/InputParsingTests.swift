@@ -109,4 +109,43 @@ struct InputParsingTests {
             }
         }
     }
+
+    @Test("at's everyday forms: 9am and 9:30pm (12am is midnight), today and tomorrow with a time (never moved), +duration from now")
+    func everydayTimes() throws {
+        let now = Self.date("2026-11-23T10:00:00Z")
+        func resolve(_ text: String) throws -> TimeText { try TimeText.resolve(text, now: now, calendar: Self.utc) }
+        #expect(try resolve("9pm") == TimeText(date: Self.date("2026-11-23T21:00:00Z"), movedToTomorrow: false))
+        #expect(try resolve("9:30PM") == TimeText(date: Self.date("2026-11-23T21:30:00Z"), movedToTomorrow: false))
+        #expect(try resolve("9am") == TimeText(date: Self.date("2026-11-24T09:00:00Z"), movedToTomorrow: true))
+        #expect(try resolve("12am") == TimeText(date: Self.date("2026-11-24T00:00:00Z"), movedToTomorrow: true))
+        #expect(try resolve("12pm") == TimeText(date: Self.date("2026-11-23T12:00:00Z"), movedToTomorrow: false))
+        #expect(try resolve("12:00:30 pm") == TimeText(date: Self.date("2026-11-23T12:00:30Z"), movedToTomorrow: false))
+        #expect(try resolve("tomorrow 09:00") == TimeText(date: Self.date("2026-11-24T09:00:00Z"), movedToTomorrow: false))
+        #expect(try resolve("Tomorrow 9am") == TimeText(date: Self.date("2026-11-24T09:00:00Z"), movedToTomorrow: false))
+        #expect(try resolve("today 18:00") == TimeText(date: Self.date("2026-11-23T18:00:00Z"), movedToTomorrow: false))
+        #expect(try resolve("+5m") == TimeText(date: Self.date("2026-11-23T10:05:00Z"), movedToTomorrow: false))
+        #expect(try resolve("+1h 30m") == TimeText(date: Self.date("2026-11-23T11:30:00Z"), movedToTomorrow: false))
+        for text in ["9am", "9:30pm", "tomorrow 09:00", "today 9am", "+5m"] { #expect(TimeText.looksLikeTime(text), "\(text)") }
+        for text in ["90s", "1m 30s", "5"] { #expect(!TimeText.looksLikeTime(text), "\(text)") }
+        for (text, problem) in [
+            ("today 09:00", "in the past"), ("13pm", "invalid time"), ("0am", "invalid time"), ("9:5am", "invalid time"),
+            ("tomorrow", "expected a time of day after 'tomorrow'"), ("tomorrow noon", "expected a time of day"),
+            ("+0s", "is now, not a time ahead"), ("+5x", "unknown unit 'x'"), ("+200y", "unknown unit 'y'"), ("9:75pm", "impossible time"),
+        ] {
+            #expect {
+                try resolve(text)
+            } throws: { error in
+                (error as? UsageError)?.message.contains(problem) == true
+            }
+        }
+    }
+
+    @Test("after, at and countdown take their one argument as several words, around options and their values, never past --")
+    func wordsJoined() {
+        #expect(TimerKitCommand.joiningWords(["after", "1m", "30s", "--", "echo", "a b"]) == ["after", "1m 30s", "--", "echo", "a b"])
+        #expect(TimerKitCommand.joiningWords(["at", "tomorrow", "--dry-run", "9am"]) == ["at", "tomorrow 9am", "--dry-run"])
+        #expect(TimerKitCommand.joiningWords(["countdown", "--label", "Tea time", "1m", "30s"]) == ["countdown", "--label", "Tea time", "1m 30s"])
+        #expect(TimerKitCommand.joiningWords(["after", "--clock", "suspending", "5s", "--", "x"]) == ["after", "--clock", "suspending", "5s", "--", "x"])
+        #expect(TimerKitCommand.joiningWords(["every", "1s", "2s"]) == ["every", "1s", "2s"], "every is left alone")
+    }
 }

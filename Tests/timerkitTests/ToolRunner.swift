@@ -115,7 +115,8 @@ enum ToolRunner {
     /// error, in the environment of the tests with `NO_COLOR` removed and `environment` added; the
     /// child has no signal blocked.
     static func spawn(
-        _ arguments: [String], environment: [String: String] = [:], input: Int32?, output: Int32, error: Int32, closing: [Int32] = []
+        _ arguments: [String], environment: [String: String] = [:], input: Int32?, output: Int32, error: Int32, closing: [Int32] = [],
+        controllingTerminal: String? = nil
     ) throws -> pid_t {
         // Opaque pointers on Darwin (set by `init`), structures on Glibc.
         #if canImport(Darwin)
@@ -127,7 +128,11 @@ enum ToolRunner {
         #endif
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let input {
+        if let controllingTerminal {
+            // A new session, whose first terminal opened (without O_NOCTTY) becomes its
+            // controlling terminal, with the tool's group in the foreground: as a shell runs a job.
+            posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, controllingTerminal, O_RDWR, 0)
+        } else if let input {
             posix_spawn_file_actions_adddup2(&actions, input, STDIN_FILENO)
         } else {
             posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0)
@@ -140,7 +145,12 @@ enum ToolRunner {
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
         posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        #if os(Linux)
+        let newSession: Int32 = 0x80  // POSIX_SPAWN_SETSID, which Swift's Glibc module leaves out
+        #else
+        let newSession = Int32(POSIX_SPAWN_SETSID)
+        #endif
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | (controllingTerminal == nil ? 0 : newSession)))
 
         var variables = ProcessInfo.processInfo.environment
         variables["NO_COLOR"] = nil
@@ -205,6 +215,8 @@ enum ToolRunner {
 final class PseudoTerminal: @unchecked Sendable {
     let master: Int32
     let slave: Int32
+    /// The slave end's path.
+    let name: String
     private let received = ToolRunner.Collected()
     private let stopped = Flag()
     private let readerDone = DispatchSemaphore(value: 0)
@@ -220,13 +232,13 @@ final class PseudoTerminal: @unchecked Sendable {
         guard master >= 0, ioctl(master, 0x4004_5431, &unlock) == 0, ioctl(master, 0x8004_5430, &number) == 0 else {
             throw POSIXError(.ENODEV)
         }
-        let name = "/dev/pts/\(number)"
+        name = "/dev/pts/\(number)"
         #else
         master = posix_openpt(O_RDWR | O_NOCTTY)
         guard master >= 0, grantpt(master) == 0, unlockpt(master) == 0, let path = ptsname(master) else {
             throw POSIXError(.ENODEV)
         }
-        let name = String(cString: path)
+        name = String(cString: path)
         #endif
         slave = open(name, O_RDWR | O_NOCTTY)
         guard slave >= 0 else { throw POSIXError(.ENODEV) }
@@ -273,9 +285,13 @@ final class PseudoTerminal: @unchecked Sendable {
         return condition(text)
     }
 
-    /// Starts the tool on this terminal (its standard input, output and error).
-    func spawn(_ arguments: [String], environment: [String: String] = [:]) throws -> pid_t {
-        try ToolRunner.spawn(arguments, environment: environment, input: slave, output: slave, error: slave)
+    /// Starts the tool on this terminal (its standard input, output and error). With `asJob`, the
+    /// tool leads a session of its own whose controlling terminal this is, its process group in
+    /// the foreground — as an interactive shell runs a job: Ctrl-C, Ctrl-Z and typed keys go to
+    /// the foreground group, and job control applies.
+    func spawn(_ arguments: [String], environment: [String: String] = [:], asJob: Bool = false) throws -> pid_t {
+        try ToolRunner.spawn(
+            arguments, environment: environment, input: slave, output: slave, error: slave, controllingTerminal: asJob ? name : nil)
     }
 
     /// Whether the terminal is back in its ordinary (line-at-a-time, echoing) mode.

@@ -58,7 +58,13 @@ extension Countdown.Tick {
             Style(kind: .units(width))
         }
 
-        func format(_ duration: Duration, locale: Locale) -> String {
+        /// Formats any duration in this style, as a countdown shows its value: a lap, an elapsed
+        /// time, a `Duration` of your own (fractions of a second are dropped).
+        ///
+        /// ```swift
+        /// Countdown.Tick.Style.clock.format(.seconds(3_909))  // "1:05:09"
+        /// ```
+        public func format(_ duration: Duration, locale: Locale = .autoupdatingCurrent) -> String {
             switch kind {
             case .clock:
                 let pattern: Duration.TimeFormatStyle.Pattern = duration >= .seconds(3_600) ? .hourMinuteSecond : .minuteSecond

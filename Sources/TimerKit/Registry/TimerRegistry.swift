@@ -45,6 +45,11 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         /// (C8).
         case cancelledWhileRunning
         /// Nothing is under the key: it never was, was cancelled, or its one-shot has run.
+        ///
+        /// The registry does not remember keys whose work is over — a registry of unique keys
+        /// (request ids) would grow without bound. To know whether a one-shot ran, let its
+        /// handler record it, or look before cancelling: ``entry(_:)`` shows a live key's
+        /// ``Entry/fireCount``.
         case notFound
     }
 
@@ -272,16 +277,26 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         try timer.reschedule(at: .at(TimerInstant(kind: clock.kind, nanoseconds: moved)))
     }
 
-    /// Suspends the work under `key` (C9); `false` if nothing is under it.
+    /// Suspends the work under `key` (C9).
+    ///
+    /// - Returns: Whether this call suspended it: `false` if nothing is under `key` or it was
+    ///   already suspended.
     @discardableResult
     public func suspend(_ key: Key) -> Bool { apply(to: key) { $0.suspend() } }
 
-    /// Resumes the work under `key` (C9); `false` if nothing is under it.
+    /// Resumes the work under `key` (C9).
+    ///
+    /// - Returns: Whether this call resumed it: `false` if nothing is under `key` or it was not
+    ///   suspended.
     @discardableResult
     public func resume(_ key: Key) -> Bool { apply(to: key) { $0.resume() } }
 
-    /// Runs the work under `key` now (C7): a one-shot then ends, a repeating one keeps its grid;
-    /// `false` if nothing is under it.
+    /// Runs the work under `key` now (C7): a one-shot then ends, a repeating one keeps its grid.
+    /// Who runs it and when follows ``ScheduledTimer/fire()`` exactly: with engine-thread delivery
+    /// on the calling thread before this returns, unless a run is decided or under way.
+    ///
+    /// - Returns: Whether a run was requested: `false` if nothing is under `key` (or its one-shot
+    ///   began its run a moment ago).
     @discardableResult
     public func fire(_ key: Key) -> Bool { apply(to: key) { $0.fire() } }
 
@@ -331,10 +346,9 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         return timer
     }
 
-    private func apply(to key: Key, _ body: (ScheduledTimer) -> Void) -> Bool {
+    private func apply(to key: Key, _ body: (ScheduledTimer) -> Bool) -> Bool {
         guard let timer = state.withLock({ $0.slots[key]?.timer }) else { return false }
-        body(timer)
-        return true
+        return body(timer)
     }
 
     private func timers() -> [ScheduledTimer] { state.withLock { $0.slots.values.map(\.timer) } }

@@ -255,21 +255,35 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// next deadline (C7).
     ///
     /// The run's ``TimerFire/deadlineCount`` is 0. On a one-shot timer this is its one fire: the
-    /// timer is invalid from then on. On an invalid timer it does nothing. If a run is under way, the
-    /// requested run follows it (runs never overlap); requests made while one is already waiting
-    /// merge into it, so calling `fire()` in a loop cannot queue work without bound. With
-    /// ``TimerDelivery/engineThread`` delivery the run happens on the calling thread before `fire()`
-    /// returns (unless a run is under way). A suspended timer fires too, and stays suspended.
-    public func fire() {
-        let deliverNow = engine.state.withLock { state -> Bool in
-            guard machine.lifecycle == .active, !state.isShutDown else { return false }
+    /// timer is invalid from then on. On an invalid timer it does nothing. A suspended timer fires
+    /// too, and stays suspended. Runs never overlap, and requests made while one is already waiting
+    /// merge into it, so calling `fire()` in a loop cannot queue work without bound.
+    ///
+    /// Who runs it, exactly:
+    /// - If no run is decided or under way, the run is handed to the delivery now; with
+    ///   ``TimerDelivery/engineThread`` delivery it runs on the calling thread before `fire()`
+    ///   returns.
+    /// - Otherwise the thread that holds the run does it, right after the run under way, and
+    ///   `fire()` returns at once. "Decided" includes the moment between the engine taking a due
+    ///   timer and calling its handler: a timer whose deadline has just come — for example one just
+    ///   moved to a near deadline with ``reschedule(at:every:)`` — may be taken by the engine thread
+    ///   an instant before `fire()`. On a one-shot the requested run then *replaces* the deadline's
+    ///   run (it stands for it, with `deadlineCount` 0), so the handler still runs exactly once.
+    ///
+    /// - Returns: Whether a run was requested: `false` only when the timer was already invalid (a
+    ///   one-shot whose run has begun, an invalidated timer, a shut-down clock).
+    @discardableResult
+    public func fire() -> Bool {
+        let (requested, deliverNow) = engine.state.withLock { state -> (Bool, Bool) in
+            guard machine.lifecycle == .active, !state.isShutDown else { return (false, false) }
             machine.hasPendingManualFire = true
-            guard !machine.isRunning else { return false }
+            guard !machine.isRunning else { return (true, false) }
             engine.removeIfStored(self, &state)
             machine.isRunning = true
-            return true
+            return (true, true)
         }
         if deliverNow { engine.deliver(self) }
+        return requested
     }
 
     /// Stops the timer for good (C8).
@@ -323,11 +337,16 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///
     /// The deadlines keep their grid while the timer is suspended. A fire already handed to the
     /// delivery queue but not yet started does not run; its deadline counts as missed on resume.
-    public func suspend() {
+    ///
+    /// - Returns: Whether this call suspended the timer: `false` if it was already suspended or
+    ///   is invalid.
+    @discardableResult
+    public func suspend() -> Bool {
         engine.state.withLock { state in
-            guard machine.lifecycle == .active, !machine.isSuspended else { return }
+            guard machine.lifecycle == .active, !machine.isSuspended else { return false }
             machine.isSuspended = true
             engine.removeIfStored(self, &state)
+            return true
         }
     }
 
@@ -338,20 +357,25 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// passed fires at once. That catch-up fire is delivered like any other; with
     /// ``TimerDelivery/engineThread`` delivery it runs on the calling thread before `resume()`
     /// returns.
-    public func resume() {
-        let deliverNow = engine.state.withLock { state -> Bool in
-            guard machine.lifecycle == .active, machine.isSuspended, !state.isShutDown else { return false }
+    ///
+    /// - Returns: Whether this call resumed the timer: `false` if it was not suspended or is
+    ///   invalid.
+    @discardableResult
+    public func resume() -> Bool {
+        let (resumed, deliverNow) = engine.state.withLock { state -> (Bool, Bool) in
+            guard machine.lifecycle == .active, machine.isSuspended, !state.isShutDown else { return (false, false) }
             machine.isSuspended = false
-            guard !machine.isRunning else { return false }
+            guard !machine.isRunning else { return (true, false) }
             if machine.nextDeadline <= engine.now(state) && machine.nextDeadline != .max {
                 machine.missedWhileSuspended = true
                 machine.isRunning = true
-                return true
+                return (true, true)
             }
             engine.insert(self, &state)
-            return false
+            return (true, false)
         }
         if deliverNow { engine.deliver(self) }
+        return resumed
     }
 
     /// Moves the timer to a new grid (C10): its next deadline becomes `start` and, if `interval` is

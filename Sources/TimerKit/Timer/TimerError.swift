@@ -38,6 +38,9 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
     /// A timer was asked for ``TimerPrecision/high`` and a tolerance (given): a high-precision timer
     /// fires at its deadline, so it takes no tolerance.
     case toleranceWithHighPrecision(Duration)
+    /// A ``CalendarRule`` was given a field out of range, no weekday, or text it cannot read (the
+    /// reason is given).
+    case invalidCalendarRule(String)
 
     public var description: String {
         switch self {
@@ -71,6 +74,8 @@ public enum TimerError: Error, Sendable, Hashable, CustomStringConvertible {
             "a main-actor handler runs on the main queue and cannot be delivered to \(delivery)"
         case .toleranceWithHighPrecision(let tolerance):
             "a high-precision timer fires at its deadline and takes no tolerance (got \(tolerance))"
+        case .invalidCalendarRule(let reason):
+            "invalid calendar rule: \(reason)"
         }
     }
 }

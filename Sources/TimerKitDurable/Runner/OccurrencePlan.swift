@@ -1,4 +1,5 @@
 import Foundation
+import TimerKit
 
 /// What claiming a timer at `now` means under its misfire policy: whether its handler runs, what
 /// the fire stands for, and where the timer goes next. A pure function of the stored record and

@@ -1,4 +1,5 @@
 import Foundation
+import TimerKit
 
 /// One stored durable timer: what it runs, when, how it repeats, and who holds it.
 package struct DurableTimerRecord: Sendable, Hashable {

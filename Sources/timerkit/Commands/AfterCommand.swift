@@ -16,7 +16,8 @@ struct AfterCommand: ParsableCommand {
             Example: timerkit after 25m -- notify-send "Tea is ready"
             """)
 
-    @Argument(help: ArgumentHelp("The delay: \(DurationText.help).", valueName: "duration"), transform: { text throws(UsageError) in
+    /// Several words (`1m 30s`) arrive here as one: ``TimerKitCommand/joiningWords(_:)``.
+    @Argument(help: ArgumentHelp("The delay: \(DurationText.help); several words add up, as in 1m 30s.", valueName: "duration"), transform: { text throws(UsageError) in
         try DurationText.duration(text)
     })
     var delay: Duration

@@ -7,7 +7,7 @@ struct CountdownCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "countdown",
         abstract: "A live countdown to a duration from now or to a time.",
-        usage: "timerkit countdown <duration|time> [--label <text>] [--quiet]",
+        usage: "timerkit countdown <duration|time> [<options>] [-- <command> ...]",
         discussion: """
             On a terminal: one line redrawn in place with a progress bar; p or space pauses and \
             resumes (exactly: the remaining time is frozen to the nanosecond), q or Ctrl-C quits and \
@@ -16,12 +16,15 @@ struct CountdownCommand: ParsableCommand {
             rounded up, and changes exactly when a second of it passes; a countdown to a duration runs \
             on the continuous clock (it counts the machine's sleep), one to a time on the wall clock. \
             At zero the line says "done" and the terminal bell rings (not with --quiet, never into a \
-            pipe). Ctrl-Z gives the terminal back and stops; fg resumes (the countdown kept counting).
-            Exit status: 0 at zero, 130 on Ctrl-C or q.
+            pipe). Ctrl-Z gives the terminal back and stops; fg resumes (the countdown kept counting). \
+            A command after -- runs at zero (never on q or Ctrl-C), and its status becomes timerkit's.
+            Exit status: 0 at zero (the command's with --), 130 on Ctrl-C or q.
 
-            Examples: timerkit countdown 25m --label Tea    timerkit countdown 20:00 --label "Sale ends"
+            Examples: timerkit countdown 25m --label Tea -- notify-send "Tea is ready"
+                      timerkit countdown 20:00 --label "Sale ends"    timerkit countdown 1m 30s
             """)
 
+    /// Several words (`1m 30s`, `tomorrow 9am`) arrive here as one: ``TimerKitCommand/joiningWords(_:)``.
     @Argument(help: ArgumentHelp("How long (\(DurationText.help)), or until when (\(TimeText.help)).", valueName: "duration|time"))
     var target: String
 
@@ -30,6 +33,9 @@ struct CountdownCommand: ParsableCommand {
 
     @Flag(help: "No bell at zero.")
     var quiet = false
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("A command to run at zero, after --.", valueName: "command"))
+    var command: [String] = []
 
     /// The deadline and its clock, from the argument.
     func resolvedTarget(now: Date = Date()) throws -> (TimerStart, TimerClock, String?) {
@@ -52,7 +58,8 @@ struct CountdownCommand: ParsableCommand {
     func run() throws {
         let (start, clock, note) = try resolvedTarget()
         if let note { Output.error(note) }
-        let status = try CountdownRun(to: start, clock: clock, label: label, bell: !quiet).run()
+        try ChildProcess.checkBeforeWaiting(command, tool: "countdown")
+        let status = try CountdownRun(to: start, clock: clock, label: label, bell: !quiet, then: command).run()
         if status != 0 { throw ExitCode(status) }
     }
 }

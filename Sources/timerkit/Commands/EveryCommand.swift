@@ -7,22 +7,42 @@ struct EveryCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "every",
         abstract: "Run a command on a fixed grid, start to start: no drift, never two runs at once.",
-        usage: "timerkit every <interval> [<options>] -- <command> [<argument> ...]",
+        usage: """
+            timerkit every <interval> [<options>] -- <command> [<argument> ...]
+            timerkit every (--at <time> | --on <days time>) [<options>] -- <command>
+            timerkit every … --shell <command line>
+            """,
         discussion: """
             The first run starts at once, run k at start + k·interval, whatever the runs take (unlike \
             `watch -n`, which waits the interval after each run and drifts). A run that overruns its \
             interval makes the timer miss deadlines; --missed decides: skip (the default) waits for \
             the next grid deadline, coalesce runs once at once for all it missed, burst runs every \
             missed one back to back. On exit (count reached, --for elapsed, Ctrl-C) a summary goes to \
-            stderr: runs, deadlines skipped or coalesced, start lateness p50/p99/max, failures.
+            stderr: runs, deadlines skipped or coalesced, start lateness p50/p99/max, failures. \
+            --timeout stops a run that takes too long (TERM, then KILL after 2 s), so that one hung \
+            run cannot hold up the grid; it counts as a failure with status 124.
 
-            Example: timerkit every 200ms --count 10 -- date +%T
+            --at and --on run on the calendar instead of a grid, on the wall clock in the local time \
+            zone (TZ): --at 09:00 every day, --on "mon..fri 09:00" on those days (days: mon..sun, \
+            ranges, lists such as mon,wed,fri, weekdays, weekends, daily). A time that does not \
+            exist on a daylight-saving day runs once, shifted by the gap; one that happens twice runs \
+            once, the first time. Occurrences that pass while a run is still going are skipped.
+
+            Examples: timerkit every 200ms --count 10 -- date +%T
+                      timerkit every --on "mon..fri 09:00" -- notify-send "Stand-up"
+                      timerkit every 2s --shell 'df -h / | tail -1'     (for watch -n 2 users)
             """)
 
     @Argument(help: ArgumentHelp("How often: \(DurationText.help).", valueName: "interval"), transform: { text throws(UsageError) in
         try DurationText.positive(text, what: "the interval")
     })
-    var interval: Duration
+    var interval: Duration?
+
+    @Option(help: ArgumentHelp("Every day at this time (HH:MM or HH:MM:SS, local time) instead of an interval.", valueName: "time"))
+    var at: String?
+
+    @Option(help: ArgumentHelp("On these days at this time, as in \"mon..fri 09:00\" (local time), instead of an interval.", valueName: "days time"))
+    var on: String?
 
     @Option(help: ArgumentHelp("Stop after this many runs.", valueName: "n"))
     var count: Int?
@@ -36,6 +56,13 @@ struct EveryCommand: ParsableCommand {
         try ToleranceText.parse(text)
     })
     var tolerance: ToleranceText?
+
+    @Option(help: ArgumentHelp("Stop a run that is still going after this long (TERM, KILL 2 s later); it counts as failed, status 124.", valueName: "duration"),
+        transform: { text throws(UsageError) in try DurationText.positive(text, what: "--timeout") })
+    var timeout: Duration?
+
+    @Option(help: ArgumentHelp("A command line for /bin/sh -c, instead of a command after --.", valueName: "command line"))
+    var shell: String?
 
     @Option(help: "What to do about deadlines missed while a run overran.")
     var missed: MissedChoice = .skip
@@ -55,16 +82,45 @@ struct EveryCommand: ParsableCommand {
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
     var command: [String] = []
 
-    func validate() throws {
-        if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
-        // As a percentage, more than 100 % is refused; as a duration, more than the interval is too.
-        if case .duration(let duration) = tolerance, duration > interval {
-            throw ValidationError("--tolerance \(DurationText.describe(duration)) is more than the interval (\(DurationText.describe(interval))): runs would start after the next one is due")
+    /// The calendar rule of `--at` or `--on`, in the local time zone.
+    func calendarRule() throws -> CalendarRule? {
+        guard let text = on ?? at.map({ "daily \($0)" }) else { return nil }
+        if at != nil, at?.contains(" ") == true {
+            throw ValidationError("--at takes a time of day such as 09:00; for days use --on \"mon..fri 09:00\"")
         }
-        if command.isEmpty && !dryRun { throw ValidationError("missing command after --, as in: timerkit every 1s -- date") }
+        do {
+            return try CalendarRule(text, in: .current)
+        } catch {
+            throw ValidationError(error.description)
+        }
     }
 
+    func validate() throws {
+        let schedules = [interval != nil, at != nil, on != nil].filter { $0 }.count
+        if schedules == 0 { throw ValidationError("missing interval, as in: timerkit every 1s -- date (or --at 09:00, or --on \"mon..fri 09:00\")") }
+        if schedules > 1 { throw ValidationError("give one of an interval, --at and --on") }
+        if try calendarRule() != nil {
+            if tolerance != nil || gridOptionsGiven { throw ValidationError("--tolerance, --missed and --clock are for an interval; --at and --on run on the wall clock") }
+        }
+        if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
+        // As a percentage, more than 100 % is refused; as a duration, more than the interval is too.
+        if case .duration(let duration) = tolerance, let interval, duration > interval {
+            throw ValidationError("--tolerance \(DurationText.describe(duration)) is more than the interval (\(DurationText.describe(interval))): runs would start after the next one is due")
+        }
+        if shell != nil && !command.isEmpty { throw ValidationError("--shell and a command after -- cannot both be given: choose one") }
+        if shell?.trimmingWhitespace.isEmpty == true { throw ValidationError("--shell needs a command line, as in: timerkit every 2s --shell 'df -h | head -1'") }
+        if command.isEmpty && shell == nil && !dryRun { throw ValidationError("missing command after --, as in: timerkit every 1s -- date") }
+    }
+
+    /// The command to run: the one after --, or the shell running `--shell`'s command line.
+    var resolvedCommand: [String] { shell.map { ["/bin/sh", "-c", $0] } ?? command }
+
+    /// Whether --missed or --clock were given (they mean nothing on the calendar).
+    private var gridOptionsGiven: Bool { missed != .skip || clock != .continuous }
+
     func run() throws {
+        if let rule = try calendarRule() { return try runOnCalendar(rule) }
+        guard let interval else { return }
         let toleranceValue = tolerance?.resolved(interval: interval) ?? .zero
         if dryRun {
             let shown = min(count ?? 5, 10)
@@ -83,10 +139,38 @@ struct EveryCommand: ParsableCommand {
             if count == nil && limit == nil { Output.line("  … and every \(DurationText.describe(interval)) after that, until Ctrl-C") }
             return
         }
+        let command = resolvedCommand
         try ChildProcess.checkBeforeWaiting(command, tool: "every")
         let runner = EveryRun(EveryRun.Options(
             interval: interval, count: count, limit: limit, tolerance: toleranceValue, missed: missed,
-            clock: clock.clock, failFast: failFast, json: json, command: command))
+            clock: clock.clock, failFast: failFast, json: json, runTimeout: timeout, command: command))
+        let status = try runner.run()
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    /// `--at`, `--on`: the runs at the rule's occurrences, or with --dry-run the next ones.
+    private func runOnCalendar(_ rule: CalendarRule) throws {
+        if dryRun {
+            let shown = min(count ?? 5, 10)
+            var occurrences: [Date] = []
+            var after = Date()
+            let end = limit.map { after.addingTimeInterval(Double(DurationText.wholeNanoseconds($0)) / 1e9) }
+            while occurrences.count < shown, let next = rule.nextOccurrence(after: after), end.map({ next < $0 }) ?? true {
+                occurrences.append(next)
+                after = next
+            }
+            Output.line("timerkit every \(rule): the next \(occurrences.count) run\(occurrences.count == 1 ? "" : "s") would start at")
+            for occurrence in occurrences {
+                Output.line("  \(TimeText.describeWithWeekday(occurrence))")
+            }
+            if count == nil && limit == nil { Output.line("  … and so on, until Ctrl-C") }
+            return
+        }
+        let command = resolvedCommand
+        try ChildProcess.checkBeforeWaiting(command, tool: "every")
+        let runner = EveryRun(EveryRun.Options(
+            interval: .seconds(1), calendar: rule, count: count, limit: limit, tolerance: .zero, missed: .skip,
+            clock: .wall, failFast: failFast, json: json, runTimeout: timeout, command: command))
         let status = try runner.run()
         if status != 0 { throw ExitCode(status) }
     }

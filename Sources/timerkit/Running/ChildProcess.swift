@@ -6,14 +6,19 @@ import Darwin
 import ArgumentParser
 import TimerKit
 
-/// A command run as a child process, with the shell's exit-status conventions.
+/// A command run as a child process, with the shell's exit-status conventions and its job control.
 ///
-/// The child inherits the terminal and the process group (so Ctrl-C at a terminal reaches it, and
-/// an interactive command can read the terminal), with SIGINT, SIGTERM, SIGHUP, SIGQUIT and
-/// SIGPIPE at their default actions and no signal blocked, whatever `timerkit` itself does with
-/// them.
+/// The command runs in a process group of its own (its id is the child's pid), so that a signal
+/// `timerkit` sends it — passed on, at a time limit, or KILL after the grace period — reaches
+/// everything it started, as GNU `timeout` does: no grandchild survives. When `timerkit` is the
+/// terminal's foreground job, the command's group is given the terminal while it runs, as a shell
+/// does: it reads the terminal, and Ctrl-C, Ctrl-\ and Ctrl-Z reach it directly (see ``wait()``
+/// for what a stop does). SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGPIPE are at their default
+/// actions in the child and no signal is blocked, whatever `timerkit` itself does with them.
 struct ChildProcess: Sendable {
     let pid: pid_t
+    /// Whether the command's group was given the terminal when it started.
+    let hasTerminal: Bool
 
     /// Why a command could not be started, with the status a shell gives for it.
     struct LaunchError: Error, CustomStringConvertible {
@@ -76,14 +81,18 @@ struct ChildProcess: Sendable {
         var unblocked = sigset_t()
         sigemptyset(&unblocked)
         posix_spawnattr_setsigmask(&attributes, &unblocked)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        // A process group of its own, led by the child (group 0: the child's pid).
+        posix_spawnattr_setpgroup(&attributes, 0)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
 
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid = pid_t()
         let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard result == 0 else { throw LaunchError(command: arguments[0], code: result) }
-        return ChildProcess(pid: pid)
+        // A command that reads the terminal before this line stops (SIGTTIN); `wait()` continues it.
+        let hasTerminal = JobControl.isForeground && JobControl.giveTerminal(to: pid)
+        return ChildProcess(pid: pid, hasTerminal: hasTerminal)
         #endif
     }
 
@@ -133,19 +142,60 @@ struct ChildProcess: Sendable {
         }
     }
 
-    /// Waits for the child to end (blocking the calling thread).
+    /// Waits for the child to end (blocking the calling thread), following its stops as a shell's
+    /// job would, and takes the terminal back if the command had it.
+    ///
+    /// - Ctrl-Z while the command has the terminal stops its group: `timerkit` takes the terminal
+    ///   back and stops too, so the shell sees a stopped job; on `fg` it gives the terminal to the
+    ///   command again and continues it (on `bg`, it continues it in the background).
+    /// - A command that reads the terminal while it does not have it (SIGTTIN, SIGTTOU) stops
+    ///   `timerkit` as well; on `fg` the command gets the terminal and continues.
+    /// - A stop sent to the command alone, without a terminal, is its sender's business: waiting
+    ///   goes on.
     func wait() -> Termination {
+        var holding = hasTerminal
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 {
-            guard errno == EINTR else { return .exited(127) }
+        while true {
+            guard waitpid(pid, &status, WUNTRACED) >= 0 else {
+                if errno == EINTR { continue }
+                status = 127 << 8
+                break
+            }
+            // WIFSTOPPED / WSTOPSIG, which Swift does not import.
+            guard status & 0xff == 0x7f else { break }
+            let stop = (status >> 8) & 0xff
+            let wantsTerminal = stop == SIGTTIN || stop == SIGTTOU
+            if wantsTerminal && holding && JobControl.foregroundGroup == pid {
+                // It read the terminal in the moment between its start and being given it.
+                _ = kill(-pid, SIGCONT)
+                continue
+            }
+            guard wantsTerminal || holding else { continue }
+            if holding && JobControl.foregroundGroup == pid { _ = JobControl.giveTerminal(to: getpgrp()) }
+            holding = false
+            SignalRelay.stopSelf()
+            // Continued: in the foreground (fg) the command gets the terminal again.
+            if JobControl.isForeground { holding = JobControl.giveTerminal(to: pid) }
+            _ = kill(-pid, SIGCONT)
         }
+        if holding && JobControl.foregroundGroup == pid { _ = JobControl.giveTerminal(to: getpgrp()) }
         // WIFEXITED / WEXITSTATUS / WTERMSIG, which Swift does not import.
         let signal = status & 0x7f
         return signal == 0 ? .exited((status >> 8) & 0xff) : .signaled(signal)
     }
 
-    /// Sends `signal` to the child (ignored if it has already ended).
-    func send(_ signal: Int32) { _ = kill(pid, signal) }
+    /// Whether the command ended on Ctrl-C or Ctrl-\ typed while it had the terminal: the user
+    /// meant to interrupt `timerkit` too (a shell reads it so: the signal reached only the
+    /// command's group).
+    func wasInterruptedAtTerminal(_ termination: Termination) -> Bool {
+        hasTerminal && (termination == .signaled(SIGINT) || termination == .signaled(SIGQUIT))
+    }
+
+    /// Sends `signal` to the command's process group — the command and whatever it started —
+    /// or, if the command has left that group, to the command alone. Ignored if it has ended.
+    func send(_ signal: Int32) {
+        if kill(-pid, signal) != 0 { _ = kill(pid, signal) }
+    }
 
     /// How long a child has after a forwarded signal before it is killed.
     static let gracePeriod: Duration = .seconds(2)

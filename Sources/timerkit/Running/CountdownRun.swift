@@ -26,9 +26,13 @@ final class CountdownRun: Sendable {
 
     /// Whether the terminal bell rings at zero (only on a terminal).
     private let bell: Bool
+    /// The command run at zero (`--then`), if any, and its process while it runs.
+    private let then: [String]
+    private let child = Guarded<ChildProcess?>(nil)
 
-    init(to start: TimerStart, clock: TimerClock, label: String?, bell: Bool = true) {
+    init(to start: TimerStart, clock: TimerClock, label: String?, bell: Bool = true, then: [String] = []) {
         self.bell = bell
+        self.then = then
         self.start = start
         self.clock = clock
         interactive = Terminal.isOutputTerminal
@@ -40,9 +44,16 @@ final class CountdownRun: Sendable {
         }
     }
 
-    /// Counts down; returns 0 at zero, 128 + the signal's number on a signal, 130 on `q`.
+    /// Counts down; returns 0 at zero (or the status of the command run then), 128 + the signal's
+    /// number on a signal, 130 on `q`.
     func run() throws -> Int32 {
         SignalRelay.install(catchingSuspension: interactive) { [self] signal in
+            // After zero, the command run then has the signal (it has the terminal, if any).
+            if let child = child.withLock({ $0 }) {
+                return signal == SIGTSTP ? SignalRelay.stopSelf() : child.forward(signal, repeated: false) { [self] in
+                    self.child.withLock { $0?.pid == child.pid }
+                }
+            }
             if signal == SIGTSTP { suspend() } else { end(128 + signal) }
         }
         if interactive {
@@ -65,7 +76,27 @@ final class CountdownRun: Sendable {
             Output.raw("\n")
             terminal.restore()
         }
-        return ending.withLock { $0 } ?? 0
+        let status = ending.withLock { $0 } ?? 0
+        guard status == 0, !then.isEmpty else { return status }
+        return runCommand()
+    }
+
+    /// At zero: runs the `--then` command and returns its status (127 or 126 if it cannot start).
+    private func runCommand() -> Int32 {
+        let launched = child.withLock { child -> Result<ChildProcess, ChildProcess.LaunchError> in
+            let result = Result { () throws(ChildProcess.LaunchError) in try ChildProcess.launch(then) }
+            if case .success(let started) = result { child = started }
+            return result
+        }
+        switch launched {
+        case .failure(let error):
+            Output.error("timerkit countdown: \(error)")
+            return error.exitStatus
+        case .success(let started):
+            let status = started.wait().status
+            child.withLock { $0 = nil }
+            return status
+        }
     }
 
     private func show(_ tick: Countdown.Tick, paused: Bool) {
@@ -100,6 +131,8 @@ final class CountdownRun: Sendable {
     /// and on `fg` takes the keys again and redraws. The countdown keeps counting meanwhile: its
     /// deadline does not move (use `p` to pause).
     private func suspend() {
+        // Ended (the terminal is being restored): stop as Ctrl-Z would.
+        guard ending.withLock({ $0 == nil }) else { return SignalRelay.stopSelf() }
         queue.sync {
             Output.raw("\n")
             terminal.restore()

@@ -7,17 +7,25 @@ import Dispatch
 import Foundation
 import TimerKit
 
-/// `timerkit every`: runs a command on a repeating timer's grid, start to start, one run at a time,
-/// until a count, a time limit, a failure (`--fail-fast`) or a signal ends it.
+/// `timerkit every`: runs a command on a repeating timer's grid, start to start, or at a calendar
+/// rule's occurrences (`--at`, `--on`), one run at a time, until a count, a time limit, a failure
+/// (`--fail-fast`) or a signal ends it.
 ///
 /// The runs are the timer's handler on a serial queue of their own, so a run that overruns makes
 /// the timer miss deadlines and its missed-deadline policy decides (C5): `burst` runs the missed
 /// ones back to back, `coalesce` runs once for all of them at once, and `skip` — the default —
 /// waits for the next grid deadline: a deadline that came while the previous run was still going
 /// gets no run of its own. Whatever got no run is counted in the summary.
+///
+/// On a calendar rule, each occurrence is a one-shot on the wall clock (so it follows changes of
+/// the system clock, and daylight-saving days as the rule says), armed when the previous run has
+/// ended: occurrences that passed during a run are skipped and counted.
 final class EveryRun: Sendable {
     struct Options: Sendable {
+        /// The grid's interval; unused with a calendar rule.
         var interval: Duration
+        /// Runs at the rule's occurrences instead of on a grid (the clock is then the wall clock).
+        var calendar: CalendarRule? = nil
         var count: Int?
         var limit: Duration?
         var tolerance: Duration
@@ -25,6 +33,8 @@ final class EveryRun: Sendable {
         var clock: TimerClock
         var failFast: Bool
         var json: Bool
+        /// How long one run may take: then it gets TERM, and KILL after the grace period.
+        var runTimeout: Duration? = nil
         var command: [String]
     }
 
@@ -42,6 +52,8 @@ final class EveryRun: Sendable {
         var ending: Ending?
         var timer: ScheduledTimer?
         var child: ChildProcess?
+        /// Whether the run under way reached `--timeout`.
+        var runTimedOut = false
         /// When the previous run ended, on the timer's clock.
         var previousEnd = Int64.min
     }
@@ -49,6 +61,8 @@ final class EveryRun: Sendable {
     private let options: Options
     private let intervalNanoseconds: Int64
     private let queue = DispatchQueue(label: "timerkit.every.runs")
+    /// Where a run's `--timeout` fires: the runs' queue is busy waiting for the run.
+    private let timeoutQueue = DispatchQueue(label: "timerkit.every.timeouts")
     private let state = Guarded(State())
     private let finished = DispatchSemaphore(value: 0)
 
@@ -63,17 +77,15 @@ final class EveryRun: Sendable {
         SignalRelay.install { [self] signal in interrupt(signal) }
         let clock = options.clock
         let started = clock.now.nanoseconds
-        let timer = try ScheduledTimer.repeating(
-            every: options.interval, first: .now, tolerance: options.tolerance, clock: clock,
-            missedDeadlines: options.missed.policy, delivery: .queue(queue)
-        ) { [self] _, fire in self.fire(fire) }
-        // A signal may have ended the runs already.
-        let installed = state.withLock { state -> Bool in
-            guard state.ending == nil else { return false }
-            state.timer = timer
-            return true
+        if let rule = options.calendar {
+            try armOccurrence(of: rule, after: Date())
+        } else {
+            let timer = try ScheduledTimer.repeating(
+                every: options.interval, first: .now, tolerance: options.tolerance, clock: clock,
+                missedDeadlines: options.missed.policy, delivery: .queue(queue)
+            ) { [self] _, fire in self.fire(fire) }
+            install(timer)
         }
-        if !installed { timer.invalidate() }
         let limit = try options.limit.map { (limit) throws(TimerError) in
             try ScheduledTimer.once(at: .after(limit), clock: clock) { [self] _, _ in stop(.timeUp) }
         }
@@ -90,6 +102,50 @@ final class EveryRun: Sendable {
         case .countReached, .timeUp, nil: return 0
         case .failed(let status), .cannotLaunch(let status): return status
         case .signal(let signal): return 128 + signal
+        }
+    }
+
+    /// Makes `timer` the one that `stop` ends; ends it at once if a signal has ended the runs.
+    private func install(_ timer: ScheduledTimer) {
+        let installed = state.withLock { state -> Bool in
+            guard state.ending == nil else { return false }
+            state.timer = timer
+            return true
+        }
+        if !installed { timer.invalidate() }
+    }
+
+    /// Arms a one-shot on the wall clock for the rule's first occurrence after `date`.
+    private func armOccurrence(of rule: CalendarRule, after date: Date) throws {
+        guard let next = rule.nextOccurrence(after: date) else {
+            Output.error("timerkit every: the time zone \(rule.timeZoneIdentifier) has no next occurrence of \(rule)")
+            return stop(.countReached)
+        }
+        install(try ScheduledTimer.once(at: .date(next), clock: .wall, delivery: .queue(queue)) { [self] _, fire in
+            self.fire(fire)
+        })
+    }
+
+    /// After a run on a calendar rule: the occurrences that passed while it ran are skipped, and
+    /// the next one is armed.
+    private func armNext(of rule: CalendarRule, after deadline: Int64) {
+        let now = Date()
+        var skipped = 0
+        var occurrence = Date(timeIntervalSince1970: Double(deadline) / 1e9)
+        while let next = rule.nextOccurrence(after: occurrence), next <= now {
+            skipped += 1
+            occurrence = next
+        }
+        let stillRunning = state.withLock { state -> Bool in
+            state.summary.skipped += skipped
+            return state.ending == nil
+        }
+        guard stillRunning else { return }
+        do {
+            try armOccurrence(of: rule, after: max(now, occurrence))
+        } catch {
+            Output.error("timerkit every: \(error)")
+            stop(.countReached)
         }
     }
 
@@ -127,21 +183,54 @@ final class EveryRun: Sendable {
             return stop(.cannotLaunch(error.exitStatus))
         case .success(let launchedChild): child = launchedChild
         }
+        let limit = options.runTimeout.flatMap { timeout in
+            try? ScheduledTimer.once(at: .after(timeout), clock: options.clock, delivery: .queue(timeoutQueue)) { [self] _, _ in
+                timeOut(child)
+            }
+        }
         let termination = child.wait()
+        limit?.invalidate()
         let end = options.clock.now.nanoseconds
-        let record = RunRecord(number: number, deadline: latest, start: start, duration: end - start, status: termination.status)
+        let timedOut = state.withLock { state in
+            defer { state.runTimedOut = false }
+            return state.runTimedOut
+        }
+        // A run stopped at --timeout has GNU timeout's status, 124.
+        let status = timedOut ? 124 : termination.status
+        let record = RunRecord(number: number, deadline: latest, start: start, duration: end - start, status: status)
         if options.json { Output.line(record.json(wallOffset: wallOffset)) }
+        if timedOut { Output.error("timerkit every: run \(number) timed out after \(DurationText.describe(options.runTimeout ?? .zero))") }
         let ending = state.withLock { state -> Ending? in
             state.child = nil
             state.previousEnd = end
             state.summary.runs.append(record)
+            if timedOut { state.summary.timedOut += 1 }
             // A signal ended the runs while this one ran: it was passed on to the command.
             if case .signal = state.ending { state.summary.interrupted = number }
-            if options.failFast && !termination.succeeded { return .failed(termination.status) }
+            // Ctrl-C (or Ctrl-\) at the terminal reached only the command, which had the terminal:
+            // it was meant for the runs too.
+            if child.wasInterruptedAtTerminal(termination), case .signaled(let signal) = termination {
+                state.summary.interrupted = number
+                return .signal(signal)
+            }
+            if options.failFast && status != 0 { return .failed(status) }
             if let count = options.count, number >= count { return .countReached }
             return nil
         }
-        if let ending { stop(ending) }
+        if let ending { return stop(ending) }
+        if let rule = options.calendar { armNext(of: rule, after: latest) }
+    }
+
+    /// `--timeout` came while `child` was still running: TERM to it (and all it started), KILL
+    /// after the grace period if it is still running.
+    private func timeOut(_ child: ChildProcess) {
+        let running = state.withLock { state -> Bool in
+            guard state.child?.pid == child.pid else { return false }
+            state.runTimedOut = true
+            return true
+        }
+        guard running else { return }
+        child.forward(SIGTERM, repeated: false) { [self] in state.withLock { $0.child?.pid == child.pid } }
     }
 
     /// Ends the runs (the first reason wins): no new run starts, and once the one under way (if

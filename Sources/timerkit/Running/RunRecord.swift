@@ -49,6 +49,8 @@ struct RunSummary {
     /// The run under way when a signal ended the runs, which the signal was passed on to: not a
     /// failure of the command.
     var interrupted: Int?
+    /// Runs stopped at `--timeout` (counted among the failures, status 124).
+    var timedOut = 0
 
     var failures: Int { runs.filter { $0.status != 0 && $0.number != interrupted }.count }
 
@@ -69,7 +71,7 @@ struct RunSummary {
         if !runs.isEmpty {
             parts.append("start lateness p50 \(ms(quantile(0.5))), p99 \(ms(quantile(0.99))), max \(ms(latenesses.last ?? 0))")
         }
-        parts.append("\(failures) failure\(failures == 1 ? "" : "s")")
+        parts.append("\(failures) failure\(failures == 1 ? "" : "s")" + (timedOut > 0 ? " (\(timedOut) timed out)" : ""))
         if let interrupted { parts.append("run \(interrupted) interrupted") }
         return "timerkit every: " + parts.joined(separator: "; ")
     }

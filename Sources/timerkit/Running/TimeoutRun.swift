@@ -8,7 +8,8 @@ import TimerKit
 
 /// `timerkit timeout`: starts the command at once, sends it a signal at the limit (a one-shot on
 /// the clock), and KILL after `killAfter` if it is still running; takes GNU timeout's exit
-/// statuses. Signals to `timerkit` meanwhile are passed on to the command.
+/// statuses. Signals to `timerkit` meanwhile are passed on to the command. Every signal goes to the
+/// command's process group (``ChildProcess/send(_:)``): what the command started stops with it.
 final class TimeoutRun: Sendable {
     private struct State {
         var child: ChildProcess?
@@ -70,6 +71,8 @@ final class TimeoutRun: Sendable {
         }
         guard let child else { return }
         child.send(signal)
+        // A stopped command acts on the signal only once continued (GNU timeout does the same).
+        if signal != SIGKILL && signal != SIGCONT { child.send(SIGCONT) }
         guard let killAfter, signal != SIGKILL else {
             if signal == SIGKILL { state.withLock { $0.killed = true } }
             return

@@ -1,0 +1,95 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Testing
+
+/// The ways people write when: durations in words, everyday times, calendar schedules, a shell
+/// command line, a command at the end of a countdown. Through the built binary.
+@Suite("timerkit: durations, times and calendar schedules as people type them", .timeLimit(.minutes(2)))
+struct ScheduleCommandTests {
+    @Test("after 1m 30s adds the words up, as GNU sleep does; so does countdown")
+    func durationsInWords() async throws {
+        let after = try await ToolRunner.run(["after", "1m", "30s", "--dry-run"])
+        #expect(after.status == 0, "\(after.error)")
+        #expect(after.output.hasPrefix("timerkit after 1m30s: would run at "), "\(after.output)")
+        let countdown = try await ToolRunner.run(["countdown", "1", "s"])
+        #expect(countdown.status == 0 && countdown.output == "0:01\n0:00\n", "\(countdown.error)")
+        let wrong = try await ToolRunner.run(["after", "1m", "30", "--", "true"])
+        #expect(wrong.status == 64 && wrong.error.contains("without a unit"), "\(wrong.error)")
+    }
+
+    @Test("at takes 9am, tomorrow 09:00 and +5m; --dry-run shows the instant")
+    func everydayTimes() async throws {
+        let tomorrow = try await ToolRunner.run(["at", "tomorrow", "9am", "--dry-run"], environment: ["TZ": "UTC"])
+        #expect(tomorrow.status == 0, "\(tomorrow.error)")
+        var utc = Calendar(identifier: .gregorian)
+        utc.timeZone = TimeZone(identifier: "UTC")!
+        let expected = utc.date(byAdding: .day, value: 1, to: Date())!
+        let day = ISO8601DateFormatter.string(from: expected, timeZone: TimeZone(identifier: "UTC")!, formatOptions: [.withFullDate])
+        #expect(tomorrow.output.contains("would run at \(day) 09:00:00.000 +0000"), "\(tomorrow.output)")
+        let soon = try await ToolRunner.run(["at", "+5m", "--dry-run"])
+        #expect(soon.status == 0 && soon.output.hasPrefix("timerkit at +5m: would run at "), "\(soon.output)")
+        let bad = try await ToolRunner.run(["at", "13pm", "--", "true"])
+        #expect(bad.status == 64 && bad.error.contains("invalid time '13pm'"), "\(bad.error)")
+    }
+
+    @Test("every --on runs on the calendar: --dry-run lists the next occurrences, each on one of the days at the time, local time (TZ), in order")
+    func calendarDryRun() async throws {
+        let outcome = try await ToolRunner.run(
+            ["every", "--on", "mon..fri 09:00", "--count", "10", "--dry-run", "--", "true"], environment: ["TZ": "America/New_York"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let lines = outcome.output.split(separator: "\n").map(String.init)
+        #expect(lines.first == "timerkit every Mon..Fri 09:00:00 America/New_York: the next 10 runs would start at")
+        let occurrences = lines.dropFirst()
+        #expect(occurrences.count == 10)
+        var previous = ""
+        for line in occurrences {
+            let fields = line.split(separator: " ").map(String.init)  // Mon 2026-11-30 09:00:00 -0500
+            #expect(fields.count == 4, "\(line)")
+            #expect(["Mon", "Tue", "Wed", "Thu", "Fri"].contains(fields[0]), "\(line)")
+            #expect(fields[2] == "09:00:00" && ["-0500", "-0400"].contains(fields[3]), "\(line)")
+            #expect(fields[1] > previous, "in order, one per day: \(line)")
+            previous = fields[1]
+        }
+        let daily = try await ToolRunner.run(["every", "--at", "18:30", "--dry-run", "--", "true"], environment: ["TZ": "Europe/Berlin"])
+        #expect(daily.output.hasPrefix("timerkit every daily 18:30:00 Europe/Berlin: the next 5 runs would start at"), "\(daily.output)")
+        #expect(daily.output.split(separator: "\n").dropFirst().prefix(5).allSatisfy { $0.contains(" 18:30:00 +0") }, "\(daily.output)")
+    }
+
+    @Test("every's schedule is one of an interval, --at and --on; a rule it cannot read is refused with exit 64", arguments: [
+        (["every", "--", "true"], "missing interval"),
+        (["every", "1s", "--at", "09:00", "--", "true"], "give one of an interval, --at and --on"),
+        (["every", "--on", "mon..fry 09:00", "--", "true"], "unknown day 'fry'"),
+        (["every", "--at", "mon 09:00", "--", "true"], "--at takes a time of day"),
+        (["every", "--on", "mon 09:00", "--tolerance", "1s", "--", "true"], "are for an interval"),
+        (["every", "1s", "--shell", "date", "--", "date"], "cannot both be given"),
+    ])
+    func badSchedules(arguments: [String], problem: String) async throws {
+        let outcome = try await ToolRunner.run(arguments)
+        #expect(outcome.status == 64)
+        #expect(outcome.error.contains(problem), "\(outcome.error)")
+    }
+
+    @Test("every --shell runs a command line through /bin/sh -c, pipes and all, on the grid")
+    func shellCommandLine() async throws {
+        let outcome = try await ToolRunner.run(["every", "100ms", "--count", "2", "--shell", "echo grid | tr a-z A-Z"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        #expect(outcome.output == "GRID\nGRID\n")
+    }
+
+    @Test("countdown -- CMD runs the command at zero and takes its status; never on Ctrl-C")
+    func countdownThen() async throws {
+        let done = try await ToolRunner.run(["countdown", "1s", "--", "sh", "-c", "echo then; exit 3"])
+        #expect(done.status == 3, "\(done.error)")
+        #expect(done.output == "0:01\n0:00\nthen\n")
+        #expect(done.seconds >= 1)
+        let interrupted = try await ToolRunner.run(["countdown", "1m", "--", "sh", "-c", "echo then"], interrupt: .afterOutput("1:00"))
+        #expect(interrupted.status == 130)
+        #expect(!interrupted.output.contains("then"))
+        let missing = try await ToolRunner.run(["countdown", "1h", "--", "no-such-command-timerkit"])
+        #expect(missing.status == 127 && missing.seconds < 30, "reported before counting down an hour")
+    }
+}
