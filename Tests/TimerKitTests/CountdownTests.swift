@@ -201,7 +201,7 @@ struct CountdownTests {
         }
     }
 
-    @Test("Remaining time formats for people with Foundation's Duration styles")
+    @Test("Remaining time formats for people with Foundation's Duration styles, and so does any Duration")
     func formatting() throws {
         let (virtual, _, ticks) = try countdown(.after(.seconds(3_909)))
         virtual.advance(by: .seconds(3_850))
@@ -210,6 +210,10 @@ struct CountdownTests {
         #expect(ticks.all.last?.formatted(.clock, locale: posix) == "0:59")
         #expect(ticks.all.last?.formatted(.units(), locale: posix) == "59 sec")
         #expect(ticks.all.first?.formatted(.units(width: .wide), locale: posix) == "1 hour, 5 minutes, 9 seconds")
+        // The same styles on any Duration (a lap, an elapsed time), a fraction rounded.
+        #expect(Countdown.Tick.Style.clock.format(.seconds(3_909), locale: posix) == "1:05:09")
+        #expect(Countdown.Tick.Style.clock.format(.milliseconds(59_400), locale: posix) == "0:59")
+        #expect(Countdown.Tick.Style.units().format(.seconds(125), locale: posix) == "2 min, 5 sec")
     }
 
     @Test("C15: the ticks as an AsyncSequence start with the iteration and end after the final tick")

@@ -59,7 +59,7 @@ extension Countdown.Tick {
         }
 
         /// Formats any duration in this style, as a countdown shows its value: a lap, an elapsed
-        /// time, a `Duration` of your own (fractions of a second are dropped).
+        /// time, a `Duration` of your own (a fraction of a second is rounded, as Foundation rounds).
         ///
         /// ```swift
         /// Countdown.Tick.Style.clock.format(.seconds(3_909))  // "1:05:09"
