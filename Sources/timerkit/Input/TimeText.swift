@@ -141,23 +141,22 @@ struct TimeText: Equatable {
         return nil
     }
 
-    /// `2026-11-23 09:30:00 +0100`: for messages.
+    /// `2026-11-23 09:30:00.000 +0100`: for messages.
     static func describe(_ date: Date, calendar: Calendar = .current) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.calendar = calendar
-        formatter.timeZone = calendar.timeZone
-        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss.SSS Z"
-        return formatter.string(from: date)
+        format(date, "yyyy-MM-dd HH:mm:ss.SSS Z", calendar: calendar)
     }
 
     /// `Thu 2026-11-26 09:00:00 +0100`: for lists of calendar occurrences.
     static func describeWithWeekday(_ date: Date, calendar: Calendar = .current) -> String {
+        format(date, "EEE yyyy-MM-dd HH:mm:ss Z", calendar: calendar)
+    }
+
+    private static func format(_ date: Date, _ pattern: String, calendar: Calendar) -> String {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.calendar = calendar
         formatter.timeZone = calendar.timeZone
-        formatter.dateFormat = "EEE yyyy-MM-dd HH:mm:ss Z"
+        formatter.dateFormat = pattern
         return formatter.string(from: date)
     }
 }

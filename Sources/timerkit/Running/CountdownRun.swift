@@ -14,19 +14,16 @@ final class CountdownRun: Sendable {
     private let start: TimerStart
     private let clock: TimerClock
     private let line: CountdownLine
-    private let terminal = Terminal()
-    private let interactive: Bool
-    private let queue = DispatchQueue(label: "timerkit.countdown")
+    private let session = LiveSession(label: "timerkit.countdown")
+    private var interactive: Bool { session.interactive }
+    private var queue: DispatchQueue { session.queue }
     private let countdown = Guarded<Countdown?>(nil)
-    /// The exit status, set once by whoever ends the countdown first.
-    private let ending = Guarded<Int32?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
     /// The whole length, for the progress bar.
     private let total: Duration
 
     /// Whether the terminal bell rings at zero (only on a terminal).
     private let bell: Bool
-    /// The command run at zero (`--then`), if any, and its process while it runs.
+    /// The command run at zero (given after `--`), if any, and its process while it runs.
     private let then: [String]
     private let child = Guarded<ChildProcess?>(nil)
 
@@ -35,7 +32,6 @@ final class CountdownRun: Sendable {
         self.then = then
         self.start = start
         self.clock = clock
-        interactive = Terminal.isOutputTerminal
         line = CountdownLine(label: label, color: Terminal.usesColor)
         switch start {
         case .after(let delay): total = delay
@@ -54,34 +50,23 @@ final class CountdownRun: Sendable {
                     self.child.withLock { $0?.pid == child.pid }
                 }
             }
-            if signal == SIGTSTP { suspend() } else { end(128 + signal) }
+            if signal == SIGTSTP { suspend() } else { session.end(128 + signal) }
         }
-        if interactive {
-            terminal.enterKeyMode()
-            Output.raw(Terminal.Escape.hideCursor)
-        }
+        session.begin()
         let made = try Countdown.start(to: start, clock: clock, delivery: .queue(queue)) { [self] countdown, tick in
             show(tick, paused: countdown.isPaused)
-            if tick.isFinished { end(0) }
+            if tick.isFinished { session.end(0) }
         }
         countdown.withLock { $0 = made }
         // Keys typed before this wait in the terminal's buffer; read from now on, they find the
         // countdown.
-        if interactive { terminal.readKeys { [self] key in self.key(key) } }
-        finished.wait()
-        made.cancel()
-        // Whatever was being drawn has been drawn: the queue is serial.
-        queue.sync {}
-        if interactive {
-            Output.raw("\n")
-            terminal.restore()
-        }
-        let status = ending.withLock { $0 } ?? 0
+        session.readKeys { [self] key in self.key(key) }
+        let status = session.waitForEnd { made.cancel() }
         guard status == 0, !then.isEmpty else { return status }
         return runCommand()
     }
 
-    /// At zero: runs the `--then` command and returns its status (127 or 126 if it cannot start).
+    /// At zero: runs the command given after `--` and returns its status (127 or 126 if it cannot start).
     private func runCommand() -> Int32 {
         let launched = child.withLock { child -> Result<ChildProcess, ChildProcess.LaunchError> in
             let result = Result { () throws(ChildProcess.LaunchError) in try ChildProcess.launch(then) }
@@ -100,7 +85,7 @@ final class CountdownRun: Sendable {
     }
 
     private func show(_ tick: Countdown.Tick, paused: Bool) {
-        guard ending.withLock({ $0 == nil }) || tick.isFinished else { return }
+        guard !session.hasEnded || tick.isFinished else { return }
         if interactive {
             Output.raw(line.terminal(tick, total: total, paused: paused, columns: Terminal.columns))
             if tick.isFinished && bell { Output.raw(Terminal.Escape.bell) }
@@ -121,37 +106,18 @@ final class CountdownRun: Sendable {
                 show(tick, paused: countdown.isPaused)
             }
         case UInt8(ascii: "q"), UInt8(ascii: "Q"):
-            end(130)
+            session.end(130)
         default:
             break
         }
     }
 
-    /// Ctrl-Z: gives the shell its terminal back as it was (echo, line mode, the cursor), stops,
-    /// and on `fg` takes the keys again and redraws. The countdown keeps counting meanwhile: its
-    /// deadline does not move (use `p` to pause).
+    /// Ctrl-Z: the terminal goes back to the shell; on `fg` the line is redrawn. The countdown
+    /// keeps counting meanwhile: its deadline does not move (use `p` to pause).
     private func suspend() {
-        // Ended (the terminal is being restored): stop as Ctrl-Z would.
-        guard ending.withLock({ $0 == nil }) else { return SignalRelay.stopSelf() }
-        queue.sync {
-            Output.raw("\n")
-            terminal.restore()
-        }
-        SignalRelay.stopSelf()
-        queue.async { [self] in
-            terminal.enterKeyMode()
-            Output.raw(Terminal.Escape.hideCursor)
+        session.suspend { [self] in
             guard let countdown = countdown.withLock({ $0 }) else { return }
             show(countdown.currentTick, paused: countdown.isPaused)
         }
-    }
-
-    private func end(_ status: Int32) {
-        let first = ending.withLock { ending -> Bool in
-            guard ending == nil else { return false }
-            ending = status
-            return true
-        }
-        if first { finished.signal() }
     }
 }

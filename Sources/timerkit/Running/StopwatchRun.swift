@@ -43,46 +43,31 @@ final class StopwatchRun: Sendable {
 
     private let clock = TimerClock.continuous
     private let label: String?
-    private let interactive: Bool
-    private let color: Bool
-    private let terminal = Terminal()
-    private let queue = DispatchQueue(label: "timerkit.stopwatch")
+    private let color = Terminal.usesColor
+    private let session = LiveSession(label: "timerkit.stopwatch")
+    private var interactive: Bool { session.interactive }
+    private var queue: DispatchQueue { session.queue }
     private let watch: Guarded<Watch>
-    private let ending = Guarded<Int32?>(nil)
-    private let finished = DispatchSemaphore(value: 0)
 
     init(label: String?) {
         self.label = label
-        interactive = Terminal.isOutputTerminal
-        color = Terminal.usesColor
         watch = Guarded(Watch(startedAt: TimerClock.continuous.now.nanoseconds))
     }
 
     /// Runs until `q` (0) or a signal (128 + its number); prints the total.
     func run() throws -> Int32 {
         SignalRelay.install(catchingSuspension: interactive) { [self] signal in
-            if signal == SIGTSTP { suspend() } else { end(128 + signal) }
+            if signal == SIGTSTP { session.suspend { [self] in draw() } } else { session.end(128 + signal) }
         }
-        if interactive {
-            terminal.enterKeyMode()
-            Output.raw(Terminal.Escape.hideCursor)
-        }
+        session.begin()
         let redraw = try ScheduledTimer.repeating(
             every: interactive ? .milliseconds(100) : .seconds(1), first: interactive ? .now : .after(.seconds(1)),
             tolerance: interactive ? .milliseconds(10) : .zero, clock: clock, delivery: .queue(queue)
         ) { [self] _, fire in draw(at: fire.scheduledDeadline.nanoseconds) }
-        if interactive { terminal.readKeys { [self] key in self.key(key) } }
-        finished.wait()
-        redraw.invalidate()
-        let (status, total, laps) = queue.sync { () -> (Int32, Int64, Int) in
-            let now = clock.now.nanoseconds
-            let state = watch.withLock { $0 }
-            return (ending.withLock { $0 } ?? 0, state.elapsed(at: now), state.laps.count)
-        }
-        if interactive {
-            Output.raw(Terminal.Escape.clearLine)
-            terminal.restore()
-        }
+        session.readKeys { [self] key in self.key(key) }
+        let status = session.waitForEnd(clearingLine: true) { redraw.invalidate() }
+        let state = watch.withLock { $0 }
+        let (total, laps) = (state.elapsed(at: clock.now.nanoseconds), state.laps.count)
         let lapsText = laps == 0 ? "" : ", \(laps) lap\(laps == 1 ? "" : "s")"
         Output.line("total \(Self.format(total, tenths: false))\(lapsText)\(label.map { "  \($0)" } ?? "")")
         return status
@@ -91,7 +76,7 @@ final class StopwatchRun: Sendable {
     /// The current time: redrawn in place on a terminal; otherwise a plain line with the whole
     /// seconds at `deadline` (the redraw's grid deadline, so the line reads 0:01, 0:02, … exactly).
     private func draw(at deadline: Int64? = nil) {
-        guard ending.withLock({ $0 == nil }) else { return }
+        guard !session.hasEnded else { return }
         let state = watch.withLock { $0 }
         guard interactive else {
             let seconds = state.elapsed(at: deadline ?? clock.now.nanoseconds) / 1_000_000_000 * 1_000_000_000
@@ -117,34 +102,10 @@ final class StopwatchRun: Sendable {
                 draw()
             }
         case UInt8(ascii: "q"), UInt8(ascii: "Q"):
-            end(0)
+            session.end(0)
         default:
             break
         }
-    }
-
-    /// Ctrl-Z: the terminal back as it was, stop; on `fg`, keys again and a redraw.
-    private func suspend() {
-        guard ending.withLock({ $0 == nil }) else { return SignalRelay.stopSelf() }
-        queue.sync {
-            Output.raw("\n")
-            terminal.restore()
-        }
-        SignalRelay.stopSelf()
-        queue.async { [self] in
-            terminal.enterKeyMode()
-            Output.raw(Terminal.Escape.hideCursor)
-            draw()
-        }
-    }
-
-    private func end(_ status: Int32) {
-        let first = ending.withLock { ending -> Bool in
-            guard ending == nil else { return false }
-            ending = status
-            return true
-        }
-        if first { finished.signal() }
     }
 
     /// `0:07.3`, `12:07.3`, `1:02:07.3` (tenths truncated: a stopwatch never shows time not yet
