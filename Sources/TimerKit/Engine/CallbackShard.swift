@@ -1,5 +1,5 @@
 /// One shard of a system clock's callbacks: a store and a lock of its own, so that threads on
-/// different cores schedule and cancel without sharing a lock or a cache line (issue 11).
+/// different cores schedule and cancel without sharing a lock or a cache line.
 ///
 /// A system-clock engine has four shards per core, a power of two between 4 and 16 (more threads
 /// than cores is the common case, and two threads that share a shard stall each other when one is

@@ -9,7 +9,7 @@ import Synchronization
 /// Stores: the engine's own, behind `state`, holds the timers (and, on a virtual clock, every
 /// callback, so that ties fire in exact creation order); a system clock's callbacks — the
 /// timeouts a server schedules from every thread — live in ``CallbackShard``s, four per core, each with
-/// its own lock and store, so that threads on different cores never share one (issue 11). Any
+/// its own lock and store, so that threads on different cores never share one. Any
 /// thread that stores a key earlier than ``armed`` lowers it by compare-exchange and arms the
 /// driver; the driver's wake-up resets it, takes what is due from every store, merges it in
 /// deadline order, and arms for the earliest key left.
@@ -198,8 +198,8 @@ final class TimerEngine: @unchecked Sendable {
     /// How long before a high-precision deadline the driver wakes: one and a half times the
     /// decaying maximum of its measured wake-up latency plus 30 µs — at least 100 µs, at most 5 ms
     /// (after a machine's sleep, say, the estimate is briefly large; the cap bounds the CPU time a
-    /// spin can take). Chosen by measurement (BENCHMARKS.md): with 1.25× + 20 µs the p99 lateness was
-    /// 18 µs, a tenth of the floor's only just; with this lead 7 µs, for 90 µs more spin per fire.
+    /// spin can take). Chosen by measurement against a smaller lead: BENCHMARKS.md, "Precision
+    /// beyond the floor".
     @inline(__always)
     private func spinLead(_ state: State) -> Int64 {
         min(max(state.wakeUpLatency + state.wakeUpLatency >> 1 + 30_000, 100_000), 5_000_000)

@@ -198,25 +198,6 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         return true
     }
 
-    /// Schedules work under `key` bound to an owner, held weakly (C11).
-    @available(*, deprecated, message: "use schedule(_:at:…, .bound(to: owner) { owner, key, fire in … })")
-    @discardableResult
-    public func schedule<Owner: AnyObject & Sendable>(
-        _ key: Key,
-        at start: TimerStart,
-        every interval: Duration? = nil,
-        tolerance: Duration = .zero,
-        missedDeadlines: MissedDeadlinePolicy = .coalesce,
-        delivery: TimerDelivery? = nil,
-        onConflict conflict: Conflict = .replace,
-        owner: Owner,
-        _ handler: @escaping @Sendable (Owner, Key, TimerFire) -> Void
-    ) throws(TimerError) -> Bool {
-        try schedule(
-            key, at: start, every: interval, tolerance: tolerance, missedDeadlines: missedDeadlines, delivery: delivery,
-            onConflict: conflict, .bound(to: owner, handler))
-    }
-
     /// Frees a one-shot's key when its run begins, unless a newer entry has taken the key.
     private func release(_ key: Key, generation: UInt64) {
         state.withLock { state in

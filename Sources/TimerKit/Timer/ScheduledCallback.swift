@@ -32,7 +32,7 @@ public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
     /// The engine, unretained: a shared clock's engine lives as long as the process, and a
     /// dedicated one is kept alive by `retainedEngine`. A handle of the shared clocks so costs no
     /// reference counting on the engine, whose count would otherwise bounce between the cores of
-    /// every thread that schedules (issue 11).
+    /// every thread that schedules.
     private let unretainedEngine: Unmanaged<TimerEngine>
     /// The engine of a dedicated or virtual clock, retained; `nil` for a shared clock's.
     private let retainedEngine: TimerEngine?

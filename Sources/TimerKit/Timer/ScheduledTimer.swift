@@ -47,7 +47,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     }
 
     // The stored fields are ordered so that the small ones pack together: a pending timer's object
-    // is at most 120 bytes (issue 11); what few timers use lives in `extras`, allocated on first use.
+    // stays small; what few timers use lives in `extras`, allocated on first use.
 
     let engine: TimerEngine
     let toleranceNanoseconds: Int64

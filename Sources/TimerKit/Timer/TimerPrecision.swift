@@ -1,5 +1,5 @@
 /// How closely a timer's fires follow its deadlines: by sleeping (the default), or by sleeping and
-/// then waiting actively for the last stretch (issue 11).
+/// then waiting actively for the last stretch.
 ///
 /// With ``standard`` the engine's thread sleeps in the kernel until the deadline, so a fire comes as
 /// late as the operating system wakes a sleeping thread — the *OS floor*, typically 50–200 µs on a
@@ -11,9 +11,8 @@
 /// plus 30 µs, between 100 µs and 5 ms — then reads the clock in a loop until the deadline has come,
 /// and fires. Lateness shrinks to the time it takes to read the clock and call the handler, in
 /// exchange for CPU time: the engine thread spins for the rest of the lead before every fire.
-/// Measured on a 2-core Linux VM (BENCHMARKS.md, "Precision beyond the floor"): a 10 ms timer's
-/// p99 lateness 11 µs against the OS floor's 196 µs, for about 150 µs more CPU per fire than the
-/// standard mode (1.5 % of a core at 100 Hz). Use it for the few timers that need it — a frame
+/// What it buys and costs on a measured machine (lateness against the OS floor, CPU per fire) is in
+/// BENCHMARKS.md, "Precision beyond the floor". Use it for the few timers that need it — a frame
 /// clock, an audio or measurement loop — not for timeouts.
 ///
 /// What still holds in high precision:

@@ -14,7 +14,7 @@ struct TimerStateMachine {
     // The fields are ordered so that the one-byte ones pack together after the eight-byte ones.
     // What a timer needs only after missing deadlines — the skipped deadlines under `.skip`, the
     // rest of a burst — lives in the timer's extras (``ScheduledTimer/burst``), allocated on first
-    // use (issue 11: a pending timer's bytes).
+    // use (a pending timer's bytes are counted in BENCHMARKS.md).
 
     /// The next deadline on the grid (C4): the first deadline plus a whole number of intervals.
     var nextDeadline: Int64
