@@ -3,17 +3,16 @@ import Synchronization
 import Testing
 @testable import TimerKit
 
-/// Collects values from handlers running on other threads.
-/// (An `NSLock`, not `Synchronization.Mutex`: ThreadSanitizer sees through the former only.)
-final class Recorder<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var values: [Value] = []
+/// Collects values from handlers running on other threads, behind TimerKit's own lock (one lock
+/// wrapper for the library, the tool and the tests; ThreadSanitizer sees it).
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = Locked<[Value]>([])
 
-    func append(_ value: Value) { lock.withLock { values.append(value) } }
+    func append(_ value: Value) { values.withLock { $0.append(value) } }
 
-    var all: [Value] { lock.withLock { values } }
+    var all: [Value] { values.withLock { $0 } }
 
-    var count: Int { lock.withLock { values.count } }
+    var count: Int { values.withLock { $0.count } }
 }
 
 /// A thread-safe counter.

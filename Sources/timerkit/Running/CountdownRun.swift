@@ -17,7 +17,7 @@ final class CountdownRun: Sendable {
     private let session = LiveSession(label: "timerkit.countdown")
     private var interactive: Bool { session.interactive }
     private var queue: DispatchQueue { session.queue }
-    private let countdown = Guarded<Countdown?>(nil)
+    private let countdown = Locked<Countdown?>(nil)
     /// The whole length, for the progress bar.
     private let total: Duration
 
@@ -25,7 +25,7 @@ final class CountdownRun: Sendable {
     private let bell: Bool
     /// The command run at zero (given after `--`), if any, and its process while it runs.
     private let then: [String]
-    private let child = Guarded<ChildProcess?>(nil)
+    private let child = Locked<ChildProcess?>(nil)
 
     init(to start: TimerStart, clock: TimerClock, label: String?, bell: Bool = true, then: [String] = []) {
         self.bell = bell

@@ -63,7 +63,7 @@ final class EveryRun: Sendable {
     private let queue = DispatchQueue(label: "timerkit.every.runs")
     /// Where a run's `--timeout` fires: the runs' queue is busy waiting for the run.
     private let timeoutQueue = DispatchQueue(label: "timerkit.every.timeouts")
-    private let state = Guarded(State())
+    private let state = Locked(State())
     private let finished = DispatchSemaphore(value: 0)
 
     init(_ options: Options) {

@@ -21,9 +21,9 @@ final class OneShotRun: Sendable {
     private let clock: TimerClock
     private let command: [String]
     private let name: String
-    private let state = Guarded(State())
+    private let state = Locked(State())
     private let finished = DispatchSemaphore(value: 0)
-    private let outcome = Guarded<Int32>(0)
+    private let outcome = Locked<Int32>(0)
 
     init(name: String, at start: TimerStart, clock: TimerClock, command: [String]) {
         self.name = name

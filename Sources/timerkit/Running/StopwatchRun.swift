@@ -47,11 +47,11 @@ final class StopwatchRun: Sendable {
     private let session = LiveSession(label: "timerkit.stopwatch")
     private var interactive: Bool { session.interactive }
     private var queue: DispatchQueue { session.queue }
-    private let watch: Guarded<Watch>
+    private let watch: Locked<Watch>
 
     init(label: String?) {
         self.label = label
-        watch = Guarded(Watch(startedAt: TimerClock.continuous.now.nanoseconds))
+        watch = Locked(Watch(startedAt: TimerClock.continuous.now.nanoseconds))
     }
 
     /// Runs until `q` (0) or a signal (128 + its number); prints the total.

@@ -23,7 +23,7 @@ final class TimeoutRun: Sendable {
     private let killAfter: Duration?
     private let clock: TimerClock
     private let command: [String]
-    private let state = Guarded(State())
+    private let state = Locked(State())
     private let queue = DispatchQueue(label: "timerkit.timeout")
 
     init(limit: Duration, signal: Int32, killAfter: Duration?, clock: TimerClock, command: [String]) {

@@ -1,4 +1,5 @@
 import Dispatch
+import TimerKit
 
 /// What the live commands on a terminal (`countdown`, `stopwatch`) share: a serial queue that
 /// draws, key mode while they run, an ending that the first of `q`, a signal or the end itself
@@ -10,7 +11,7 @@ final class LiveSession: Sendable {
     let interactive = Terminal.isOutputTerminal
     private let terminal = Terminal()
     /// The exit status, set once by whoever ends the session first.
-    private let ending = Guarded<Int32?>(nil)
+    private let ending = Locked<Int32?>(nil)
     private let finished = DispatchSemaphore(value: 0)
 
     init(label: String) {
