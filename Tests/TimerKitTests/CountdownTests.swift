@@ -236,3 +236,22 @@ struct CountdownTests {
         #expect(received.all == [2, 1, 0], "starts with the value when iteration starts; ends after the final tick")
     }
 }
+
+extension RealTime {
+    @Suite("Countdown in real time")
+    struct CountdownRealTimeTests {
+        @Test("A countdown in real time ticks on its grid, never early, and finishes once")
+        func countdownSmoke() async throws {
+            let ticks = Recorder<Countdown.Tick>()
+            let countdown = try Countdown.start(to: .after(.milliseconds(300)), unit: .milliseconds(100)) { _, tick in ticks.append(tick) }
+            #expect(await eventually { countdown.isFinished })
+            let all = ticks.all
+            #expect(all.filter(\.isFinished).count == 1)
+            #expect(all.map(\.value) == all.map(\.value).sorted(by: >), "values only go down")
+            for tick in all.dropFirst() {
+                #expect(tick.instant >= tick.deadline - tick.unit * (tick.value), "C2: never before the value changes")
+            }
+            #expect(try #require(all.last).instant >= countdown.deadline)
+        }
+    }
+}

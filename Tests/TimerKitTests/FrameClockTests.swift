@@ -108,22 +108,8 @@ struct FrameClockTests {
 }
 
 extension RealTime {
-    @Suite("Tools in real time")
-    struct ToolsRealTimeTests {
-        @Test("A countdown in real time ticks on its grid, never early, and finishes once")
-        func countdownSmoke() async throws {
-            let ticks = Recorder<Countdown.Tick>()
-            let countdown = try Countdown.start(to: .after(.milliseconds(300)), unit: .milliseconds(100)) { _, tick in ticks.append(tick) }
-            #expect(await eventually { countdown.isFinished })
-            let all = ticks.all
-            #expect(all.filter(\.isFinished).count == 1)
-            #expect(all.map(\.value) == all.map(\.value).sorted(by: >), "values only go down")
-            for tick in all.dropFirst() {
-                #expect(tick.instant >= tick.deadline - tick.unit * (tick.value), "C2: never before the value changes")
-            }
-            #expect(try #require(all.last).instant >= countdown.deadline)
-        }
-
+    @Suite("Frame clock in real time")
+    struct FrameClockRealTimeTests {
         @Test("A frame clock in real time ticks on its grid, never early, and its frames add up")
         func frameClockSmoke() async throws {
             let frames = Recorder<FrameClock.Frame>()
@@ -135,14 +121,6 @@ extension RealTime {
             for (previous, frame) in zip(all, all.dropFirst()) {
                 #expect(frame.index == previous.index + 1 + Int64(frame.droppedSinceLast), "every frame is delivered or counted as dropped")
             }
-        }
-
-        @Test("A registry in real time runs its work once per key and frees one-shot keys")
-        func registrySmoke() async throws {
-            let registry = TimerRegistry<Int>()
-            let runs = Counter()
-            for key in 0..<50 { try registry.schedule(key, at: .after(.milliseconds(Int64(key)))) { _, _ in runs.increment() } }
-            #expect(await eventually { runs.current == 50 && registry.count == 0 })
         }
     }
 }

@@ -202,3 +202,16 @@ struct TimerRegistryTests {
         #expect(registry.count == 0)
     }
 }
+
+extension RealTime {
+    @Suite("Timer registry in real time")
+    struct TimerRegistryRealTimeTests {
+        @Test("A registry in real time runs its work once per key and frees one-shot keys")
+        func registrySmoke() async throws {
+            let registry = TimerRegistry<Int>()
+            let runs = Counter()
+            for key in 0..<50 { try registry.schedule(key, at: .after(.milliseconds(Int64(key)))) { _, _ in runs.increment() } }
+            #expect(await eventually { runs.current == 50 && registry.count == 0 })
+        }
+    }
+}

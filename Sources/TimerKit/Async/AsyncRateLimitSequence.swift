@@ -17,7 +17,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
         for delay: Duration, leading: Bool = false, trailing: Bool = true, maxWait: Duration? = nil, clock: TimerClock = .continuous
     ) throws(TimerError) -> AsyncRateLimitSequence<Self> {
         // Check the options now, so that a bad one fails here rather than at the first element.
-        _ = try Debouncer<Element>(delay: delay, leading: leading, trailing: trailing, maxWait: maxWait, clock: clock) { _ in }
+        _ = try Debouncer<Element>.validated(delay: delay, leading: leading, trailing: trailing, maxWait: maxWait)
         return AsyncRateLimitSequence(base: self, clock: clock) { (action) throws(TimerError) in
             let debouncer = try Debouncer<Element>(delay: delay, leading: leading, trailing: trailing, maxWait: maxWait, clock: clock, action)
             return AsyncRateLimitSequence.Limiter(send: debouncer.send, flush: { _ = try debouncer.flush() }, cancel: { _ = debouncer.cancel() })
@@ -39,7 +39,8 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     public func throttled(
         for interval: Duration, leading: Bool = true, trailing: Bool = true, latest: Bool = true, clock: TimerClock = .continuous
     ) throws(TimerError) -> AsyncRateLimitSequence<Self> {
-        _ = try Throttler<Element>(interval: interval, leading: leading, trailing: trailing, latest: latest, clock: clock) { _ in }
+        // Check the options now, so that a bad one fails here rather than at the first element.
+        _ = try Throttler<Element>.validated(interval: interval, leading: leading, trailing: trailing)
         return AsyncRateLimitSequence(base: self, clock: clock) { (action) throws(TimerError) in
             let throttler = try Throttler<Element>(interval: interval, leading: leading, trailing: trailing, latest: latest, clock: clock, action)
             return AsyncRateLimitSequence.Limiter(send: throttler.send, flush: { _ = try throttler.flush() }, cancel: { _ = throttler.cancel() })

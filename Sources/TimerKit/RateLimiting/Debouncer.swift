@@ -102,10 +102,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
         clock: TimerClock = .continuous, delivery: TimerDelivery? = nil,
         _ handler: TimerHandler<Debouncer, Value>
     ) throws(TimerError) {
-        guard leading || trailing else { throw .noDebounceEdge }
-        let delayNanoseconds = try ScheduledTimer.validatedTolerance(delay)
-        self.delayNanoseconds = delayNanoseconds
-        maxWaitNanoseconds = try maxWait.map { (wait) throws(TimerError) in max(try ScheduledTimer.validatedTolerance(wait), delayNanoseconds) }
+        (delayNanoseconds, maxWaitNanoseconds) = try Self.validated(delay: delay, leading: leading, trailing: trailing, maxWait: maxWait)
         self.delay = delay
         self.maxWait = maxWait
         self.leading = leading
@@ -117,6 +114,16 @@ public final class Debouncer<Value: Sendable>: Sendable {
 
     deinit {
         _ = state.withLock { $0.timer }?.cancel()
+    }
+
+    /// The options checked as ``init(delay:leading:trailing:maxWait:clock:delivery:_:)-(_,_,_,_,_,_,(Value)->Void)``
+    /// checks them (also by `debounced(for:)`, before the first element): the delay and the
+    /// longest wait in nanoseconds.
+    static func validated(delay: Duration, leading: Bool, trailing: Bool, maxWait: Duration?) throws(TimerError) -> (Int64, Int64?) {
+        guard leading || trailing else { throw .noDebounceEdge }
+        let delayNanoseconds = try ScheduledTimer.validatedTolerance(delay)
+        let maxWaitNanoseconds = try maxWait.map { (wait) throws(TimerError) in max(try ScheduledTimer.validatedTolerance(wait), delayNanoseconds) }
+        return (delayNanoseconds, maxWaitNanoseconds)
     }
 
     /// Whether a value waits for the trailing edge.

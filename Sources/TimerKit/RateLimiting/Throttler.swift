@@ -88,8 +88,7 @@ public final class Throttler<Value: Sendable>: Sendable {
         clock: TimerClock = .continuous, delivery: TimerDelivery? = nil,
         _ handler: TimerHandler<Throttler, Value>
     ) throws(TimerError) {
-        guard leading || trailing else { throw .noThrottleEdge }
-        intervalNanoseconds = try ScheduledTimer.validatedInterval(interval)
+        intervalNanoseconds = try Self.validated(interval: interval, leading: leading, trailing: trailing)
         self.interval = interval
         self.leading = leading
         self.trailing = trailing
@@ -101,6 +100,13 @@ public final class Throttler<Value: Sendable>: Sendable {
 
     deinit {
         _ = state.withLock { $0.timer }?.cancel()
+    }
+
+    /// The options checked as the initializers check them (also by `throttled(for:)`, before the
+    /// first element): the interval in nanoseconds.
+    static func validated(interval: Duration, leading: Bool, trailing: Bool) throws(TimerError) -> Int64 {
+        guard leading || trailing else { throw .noThrottleEdge }
+        return try ScheduledTimer.validatedInterval(interval)
     }
 
     /// Whether a value waits for the end of the window.
