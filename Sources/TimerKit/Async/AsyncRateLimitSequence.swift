@@ -83,7 +83,7 @@ public struct AsyncRateLimitSequence<Base: AsyncSequence & Sendable>: AsyncSeque
         }
         let base = base
         let clock = clock
-        let pump = Task(executorPreference: clock.engine.taskExecutor) {
+        let pump = Task(executorPreference: clock.toolExecutor) {
             var failure: (any Error)?
             do {
                 for try await element in base { try limiter.send(element) }

@@ -99,7 +99,7 @@ extension ScheduledTimer {
             onInvalidate: { channel.finish() },
             handler: { _, fire in channel.push(fire) })
         // A sequence that is never iterated lets its suspended timer go with it, by design.
-        timer.engine.state.withLock { _ in timer.releasesSilentlyWhenSuspended = true }
+        timer.releaseSilentlyWhenSuspended()
         return TimerFireSequence(timer: timer, channel: channel, start: first ?? .after(interval))
     }
 }

@@ -7,6 +7,13 @@ extension Int64 {
         return overflow ? (other < 0 ? .min : .max) : sum
     }
 
+    /// `self · other`, saturating at the ends of the range (a count of units, a grid offset).
+    @inline(__always)
+    func multipliedSaturating(by other: Int64) -> Int64 {
+        let (product, overflow) = multipliedReportingOverflow(by: other)
+        return overflow ? ((self < 0) != (other < 0) ? .min : .max) : product
+    }
+
     /// `other - self`, saturating at the ends of the range.
     @inline(__always)
     func duration(to other: Int64) -> Int64 {

@@ -77,7 +77,7 @@ extension Countdown {
         suspended: Bool = false,
         handler: @escaping Handler
     ) throws(TimerError) -> Countdown {
-        let unitNanoseconds = try ScheduledTimer.validatedInterval(unit)
+        let unitNanoseconds = try TimerClock.validatedInterval(unit)
         let engine = clock.engine
         let now = engine.now()
         let deadlineNanoseconds = try ScheduledTimer.firstDeadline(deadline, interval: unitNanoseconds, now: { now }, kind: engine.kind)

@@ -46,7 +46,7 @@ extension Countdown {
                 let countdown = lease.countdown
                 if !isStarted {
                     isStarted = true
-                    countdown.run(now: countdown.clock.engine.now(), tickNow: true)
+                    countdown.run(now: countdown.clock.nanosecondsNow, tickNow: true)
                 }
                 let channel = self.channel
                 return await withTaskCancellationHandler {

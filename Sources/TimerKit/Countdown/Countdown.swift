@@ -97,11 +97,11 @@ public final class Countdown: @unchecked Sendable {
     /// The time left, exact to the nanosecond of the clock: `deadline − now` while running (never
     /// below zero), frozen while paused.
     public var remaining: Duration {
-        .nanoseconds(remainingNanoseconds(now: clock.engine.now()))
+        .nanoseconds(remainingNanoseconds(now: clock.nanosecondsNow))
     }
 
     /// What the countdown shows now: ``remaining`` in whole ``unit``s, rounded up.
-    public var value: Int64 { Self.value(remainingNanoseconds(now: clock.engine.now()), unit: unitNanoseconds) }
+    public var value: Int64 { Self.value(remainingNanoseconds(now: clock.nanosecondsNow), unit: unitNanoseconds) }
 
     /// Whether the countdown is paused.
     public var isPaused: Bool { state.withLock { $0.pausedRemaining != nil } }
@@ -113,7 +113,7 @@ public final class Countdown: @unchecked Sendable {
     /// deadline, read at this instant. For drawing outside a tick — after ``pause()`` or
     /// ``resume()``, or when a view appears; ticks still come only when the value changes.
     public var currentTick: Tick {
-        let now = clock.engine.now()
+        let now = clock.nanosecondsNow
         let (remaining, deadline) = state.withLock { ($0.remaining(at: now), $0.deadline) }
         return Tick(
             value: Self.value(remaining, unit: unitNanoseconds), remaining: .nanoseconds(remaining), unit: unit,
@@ -129,7 +129,7 @@ public final class Countdown: @unchecked Sendable {
     /// Freezes the remaining time, exact to the nanosecond of the clock; no tick comes until
     /// ``resume()``. Idempotent; does nothing once the countdown has ended.
     public func pause() {
-        let now = clock.engine.now()
+        let now = clock.nanosecondsNow
         let timer = state.withLock { state -> ScheduledTimer? in
             guard !state.isFinished, state.pausedRemaining == nil else { return nil }
             state.pausedRemaining = max(0, now.duration(to: state.deadline))
@@ -142,7 +142,7 @@ public final class Countdown: @unchecked Sendable {
     /// Continues a paused countdown from the remaining time it was paused at: its deadline becomes
     /// `now + remaining`, and it ticks next when the value shown changes. Idempotent.
     public func resume() {
-        let now = clock.engine.now()
+        let now = clock.nanosecondsNow
         let resumed = state.withLock { state -> Bool in
             guard !state.isFinished, let paused = state.pausedRemaining else { return false }
             state.pausedRemaining = nil
@@ -173,7 +173,7 @@ public final class Countdown: @unchecked Sendable {
             let value = Self.value(max(0, now.duration(to: state.deadline)), unit: unit)
             // The next change of the value shown: when `value − 1` units remain (the deadline itself
             // for the last one), or at once when the deadline has come.
-            let next = value == 0 ? now : state.deadline.addingSaturating(-Self.product(value - 1, unit))
+            let next = value == 0 ? now : state.deadline.addingSaturating(-(value - 1).multipliedSaturating(by: unit))
             return (next, state.deadline)
         }
         guard let start else { return }
@@ -231,11 +231,5 @@ public final class Countdown: @unchecked Sendable {
     /// `remaining / unit`, rounded up; both non-negative, `unit` positive.
     static func value(_ remaining: Int64, unit: Int64) -> Int64 {
         remaining / unit + (remaining % unit == 0 ? 0 : 1)
-    }
-
-    /// `count · unit`, saturating.
-    static func product(_ count: Int64, _ unit: Int64) -> Int64 {
-        let (product, overflow) = count.multipliedReportingOverflow(by: unit)
-        return overflow ? .max : product
     }
 }

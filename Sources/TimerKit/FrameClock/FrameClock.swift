@@ -99,7 +99,7 @@ public final class FrameClock: @unchecked Sendable {
     public var isPaused: Bool {
         get { state.withLock { $0.isPaused } }
         set {
-            let next = nextFrameIndex(after: clock.engine.now())
+            let next = nextFrameIndex(after: clock.nanosecondsNow)
             let (changed, stopped) = state.withLock { state -> (Bool, ScheduledTimer?) in
                 guard !state.isInvalid, state.isPaused != newValue else { return (false, nil) }
                 state.isPaused = newValue
@@ -133,7 +133,7 @@ public final class FrameClock: @unchecked Sendable {
 
     private func tick(_ fire: TimerFire) {
         // The latest frame that has come: the fire may stand for several (C5).
-        let latestDeadline = fire.scheduledDeadline.nanoseconds.addingSaturating(Countdown.product(Int64(fire.deadlineCount - 1), frameNanoseconds))
+        let latestDeadline = fire.scheduledDeadline.nanoseconds.addingSaturating(Int64(fire.deadlineCount - 1).multipliedSaturating(by: frameNanoseconds))
         let index = origin.duration(to: latestDeadline) / frameNanoseconds
         let frame = state.withLock { state -> Frame? in
             guard !state.isInvalid, !state.isPaused, index > state.lastIndex else { return nil }
@@ -154,7 +154,7 @@ public final class FrameClock: @unchecked Sendable {
     }
 
     func timestamp(of index: Int64) -> Int64 {
-        origin.addingSaturating(Countdown.product(index, frameNanoseconds))
+        origin.addingSaturating(index.multipliedSaturating(by: frameNanoseconds))
     }
 
     /// The index of the first frame whose timestamp is after `now`.

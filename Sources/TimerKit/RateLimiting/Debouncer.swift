@@ -121,8 +121,8 @@ public final class Debouncer<Value: Sendable>: Sendable {
     /// longest wait in nanoseconds.
     static func validated(delay: Duration, leading: Bool, trailing: Bool, maxWait: Duration?) throws(TimerError) -> (Int64, Int64?) {
         guard leading || trailing else { throw .noDebounceEdge }
-        let delayNanoseconds = try ScheduledTimer.validatedTolerance(delay)
-        let maxWaitNanoseconds = try maxWait.map { (wait) throws(TimerError) in max(try ScheduledTimer.validatedTolerance(wait), delayNanoseconds) }
+        let delayNanoseconds = try TimerClock.validatedDelay(delay)
+        let maxWaitNanoseconds = try maxWait.map { (wait) throws(TimerError) in max(try TimerClock.validatedDelay(wait), delayNanoseconds) }
         return (delayNanoseconds, maxWaitNanoseconds)
     }
 
@@ -133,7 +133,7 @@ public final class Debouncer<Value: Sendable>: Sendable {
     ///
     /// - Throws: ``TimerError/clockShutDown`` when the clock was shut down.
     public func send(_ value: Value) throws(TimerError) {
-        let now = clock.engine.now()
+        let now = clock.nanosecondsNow
         let (runNow, deadline, generation, previous) = state.withLock { state -> (Value?, Int64, UInt64, ScheduledCallback?) in
             var runNow: Value?
             if state.burstStart == nil {

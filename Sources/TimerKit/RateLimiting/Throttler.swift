@@ -106,7 +106,7 @@ public final class Throttler<Value: Sendable>: Sendable {
     /// first element): the interval in nanoseconds.
     static func validated(interval: Duration, leading: Bool, trailing: Bool) throws(TimerError) -> Int64 {
         guard leading || trailing else { throw .noThrottleEdge }
-        return try ScheduledTimer.validatedInterval(interval)
+        return try TimerClock.validatedInterval(interval)
     }
 
     /// Whether a value waits for the end of the window.
@@ -156,7 +156,7 @@ public final class Throttler<Value: Sendable>: Sendable {
 
     /// Schedules the end of window `generation`, unless it was closed meanwhile.
     private func openWindow(_ generation: UInt64) throws(TimerError) {
-        let deadline = clock.engine.now().addingSaturating(intervalNanoseconds)
+        let deadline = clock.nanosecondsNow.addingSaturating(intervalNanoseconds)
         let timer = try clock.schedule(at: .at(TimerInstant(kind: clock.kind, nanoseconds: deadline)), delivery: delivery) { [weak self] in
             self?.windowEnded(generation)
         }

@@ -231,8 +231,7 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         let (slot, running) = state.withLock { ($0.slots.removeValue(forKey: key), $0.running[key] != nil) }
         guard let slot else { return running ? .cancelledWhileRunning : .notFound }
         slot.timer.invalidate()
-        return slot.timer.runGate.load(ordering: .sequentiallyConsistent) == ScheduledTimer.RunGate.entered
-            ? .cancelledWhileRunning : .cancelled
+        return slot.timer.isRunUnderWay ? .cancelledWhileRunning : .cancelled
     }
 
     /// Moves the work under `key` to a new grid in place (C10): its next deadline becomes `start`
