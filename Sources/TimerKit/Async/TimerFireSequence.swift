@@ -26,7 +26,7 @@ public struct TimerFireSequence: AsyncSequence, Sendable {
 
     /// The timer behind the sequence: invalidate it to end the sequence.
     public let timer: ScheduledTimer
-    let channel: FireChannel
+    let channel: HandOffChannel<TimerFire>
     let start: TimerStart
 
     public func makeAsyncIterator() -> Iterator {
@@ -36,7 +36,7 @@ public struct TimerFireSequence: AsyncSequence, Sendable {
     /// Iterates a ``TimerFireSequence``.
     public struct Iterator: AsyncIteratorProtocol {
         let lease: Lease
-        let channel: FireChannel
+        let channel: HandOffChannel<TimerFire>
         let start: TimerStart
         var isStarted = false
 
@@ -91,7 +91,24 @@ extension ScheduledTimer {
             case .coalesce, .skip: 1
             case .burst(let maxFires): max(1, maxFires)
             }
-        let channel = FireChannel(limit: limit, mergesCounts: missedDeadlines != .skip)
+        let mergesCounts = missedDeadlines != .skip
+        let channel = HandOffChannel<TimerFire>(limit: limit, consumer: "TimerFireSequence (one task iterates a timer's fires)") { last, fire in
+            // The deadlines of the fire displaced are not lost: merged in (coalesce, burst), or
+            // reported as skipped before the newest (skip).
+            mergesCounts
+                ? TimerFire(
+                    scheduledDeadline: last.scheduledDeadline,
+                    firedAt: fire.firedAt,
+                    deadlineCount: last.deadlineCount.addingSaturating(fire.deadlineCount),
+                    skippedDeadlineCount: last.skippedDeadlineCount.addingSaturating(fire.skippedDeadlineCount),
+                    sequenceNumber: fire.sequenceNumber)
+                : TimerFire(
+                    scheduledDeadline: fire.scheduledDeadline,
+                    firedAt: fire.firedAt,
+                    deadlineCount: fire.deadlineCount,
+                    skippedDeadlineCount: last.skippedDeadlineCount.addingSaturating(last.deadlineCount).addingSaturating(fire.skippedDeadlineCount),
+                    sequenceNumber: fire.sequenceNumber)
+        }
         let timer = try make(
             interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines,
             delivery: .engineThread,
@@ -101,77 +118,5 @@ extension ScheduledTimer {
         // A sequence that is never iterated lets its suspended timer go with it, by design.
         timer.releaseSilentlyWhenSuspended()
         return TimerFireSequence(timer: timer, channel: channel, start: first ?? .after(interval))
-    }
-}
-
-/// The hand-off between a timer's handler and the task iterating its fires.
-final class FireChannel: Sendable {
-    private struct State {
-        var buffer: [TimerFire] = []
-        var waiter: CheckedContinuation<TimerFire?, Never>?
-        var isFinished = false
-    }
-
-    private let state = Locked(State())
-    private let limit: Int
-    private let mergesCounts: Bool
-
-    init(limit: Int, mergesCounts: Bool) {
-        self.limit = limit
-        self.mergesCounts = mergesCounts
-    }
-
-    func push(_ fire: TimerFire) {
-        let waiter = state.withLock { state -> CheckedContinuation<TimerFire?, Never>? in
-            guard !state.isFinished else { return nil }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
-            }
-            if state.buffer.count < limit {
-                state.buffer.append(fire)
-            } else {
-                let last = state.buffer.removeLast()
-                // The deadlines of the fire displaced are not lost: merged in (coalesce, burst),
-                // or reported as skipped before the newest (skip).
-                state.buffer.append(mergesCounts
-                    ? TimerFire(
-                        scheduledDeadline: last.scheduledDeadline,
-                        firedAt: fire.firedAt,
-                        deadlineCount: last.deadlineCount.addingSaturating(fire.deadlineCount),
-                        skippedDeadlineCount: last.skippedDeadlineCount.addingSaturating(fire.skippedDeadlineCount),
-                        sequenceNumber: fire.sequenceNumber)
-                    : TimerFire(
-                        scheduledDeadline: fire.scheduledDeadline,
-                        firedAt: fire.firedAt,
-                        deadlineCount: fire.deadlineCount,
-                        skippedDeadlineCount: last.skippedDeadlineCount.addingSaturating(last.deadlineCount).addingSaturating(fire.skippedDeadlineCount),
-                        sequenceNumber: fire.sequenceNumber))
-            }
-            return nil
-        }
-        waiter?.resume(returning: fire)
-    }
-
-    func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<TimerFire?, Never>? in
-            state.isFinished = true
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: nil)
-    }
-
-    func next() async -> TimerFire? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<TimerFire?, Never>) in
-            let ready = state.withLock { state -> TimerFire?? in
-                if !state.buffer.isEmpty { return .some(state.buffer.removeFirst()) }
-                if state.isFinished { return .some(nil) }
-                precondition(state.waiter == nil, "TimerFireSequence: only one task may iterate a timer's fires")
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
     }
 }

@@ -16,7 +16,10 @@ extension Countdown {
         unit: Duration = .seconds(1),
         clock: TimerClock = .continuous
     ) throws(TimerError) -> Ticks {
-        let channel = TickChannel()
+        // The newest tick waits; the final one is kept, and ends the sequence once taken.
+        let channel = HandOffChannel<Tick>(
+            limit: 1, consumer: "Countdown.Ticks (one task iterates a countdown's ticks)", isLast: \.isFinished
+        ) { waiting, new in waiting.isFinished ? waiting : new }
         let countdown = try make(deadline: deadline, unit: unit, clock: clock, delivery: .engineThread, suspended: true) { _, tick in
             channel.push(tick)
         }
@@ -30,7 +33,7 @@ extension Countdown {
 
         /// The countdown behind the sequence: pause, resume or cancel it.
         public let countdown: Countdown
-        let channel: TickChannel
+        let channel: HandOffChannel<Tick>
 
         public func makeAsyncIterator() -> Iterator {
             Iterator(lease: Lease(countdown: countdown), channel: channel)
@@ -39,7 +42,7 @@ extension Countdown {
         /// Iterates ``Countdown/Ticks``.
         public struct Iterator: AsyncIteratorProtocol {
             let lease: Lease
-            let channel: TickChannel
+            let channel: HandOffChannel<Tick>
             var isStarted = false
 
             public mutating func next() async -> Tick? {
@@ -53,7 +56,7 @@ extension Countdown {
                     await channel.next()
                 } onCancel: {
                     countdown.cancel()
-                    channel.finish()
+                    channel.finish(droppingWaiting: true)
                 }
             }
         }
@@ -71,55 +74,3 @@ extension Countdown {
 
 @available(*, unavailable)
 extension Countdown.Ticks.Iterator: Sendable {}
-
-/// The hand-off between a countdown and the task iterating its ticks: the newest tick waits; the
-/// final one is kept, and ends the sequence once taken.
-final class TickChannel: Sendable {
-    private struct State {
-        var waiting: Countdown.Tick?
-        var waiter: CheckedContinuation<Countdown.Tick?, Never>?
-        var isFinished = false
-    }
-
-    private let state = Locked(State())
-
-    func push(_ tick: Countdown.Tick) {
-        let waiter = state.withLock { state -> CheckedContinuation<Countdown.Tick?, Never>? in
-            guard !state.isFinished else { return nil }
-            if tick.isFinished { state.isFinished = true }
-            if let waiter = state.waiter {
-                state.waiter = nil
-                return waiter
-            }
-            if state.waiting?.isFinished != true { state.waiting = tick }
-            return nil
-        }
-        waiter?.resume(returning: tick)
-    }
-
-    func finish() {
-        let waiter = state.withLock { state -> CheckedContinuation<Countdown.Tick?, Never>? in
-            state.isFinished = true
-            state.waiting = nil
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: nil)
-    }
-
-    func next() async -> Countdown.Tick? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Countdown.Tick?, Never>) in
-            let ready = state.withLock { state -> Countdown.Tick?? in
-                if let tick = state.waiting {
-                    state.waiting = nil
-                    return .some(tick)
-                }
-                if state.isFinished { return .some(nil) }
-                precondition(state.waiter == nil, "Countdown.Ticks: only one task may iterate a countdown's ticks")
-                state.waiter = continuation
-                return nil
-            }
-            if let ready { continuation.resume(returning: ready) }
-        }
-    }
-}
