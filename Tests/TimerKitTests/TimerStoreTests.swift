@@ -23,10 +23,12 @@ struct TimerStoreTests {
         var lateWakeUp = 0
         var spinningWakeUp = 0
         var count = 0
+        var invariants = 0
+        var firstViolation: String?
     }
 
     @Test(
-        "C2, C3, C16: through random inserts, cancels and advances, both layouts pop entries in (key, creation) order, never before their deadline, never leave one whose key has come, and wake in time without spinning",
+        "C2, C3, C16: through random inserts, cancels and advances, both layouts pop entries in (key, creation) order, never before their deadline, never leave one whose key has come, wake in time without spinning, and keep their structure sound after every step",
         arguments: [TimerStore.Layout.wheel, .heap], [1, 2, 3, 42, 2026] as [UInt64])
     func storeMatchesReferenceModel(layout: TimerStore.Layout, seed: UInt64) {
         var random = SeededRandom(seed: seed)
@@ -84,6 +86,11 @@ struct TimerStoreTests {
                 }
             }
             if store.count != model.count { mismatches.count += 1 }
+            let violations = store.invariantViolations()
+            if !violations.isEmpty {
+                mismatches.invariants += 1
+                mismatches.firstViolation = mismatches.firstViolation ?? violations[0]
+            }
         }
         #expect(popped > 500)
         #expect(mismatches.order == 0)
@@ -92,6 +99,7 @@ struct TimerStoreTests {
         #expect(mismatches.lateWakeUp == 0)
         #expect(mismatches.spinningWakeUp == 0)
         #expect(mismatches.count == 0)
+        #expect(mismatches.invariants == 0, "the store's structure is sound after every step: \(mismatches.firstViolation ?? "")")
         #expect(store.removeAll().count == model.count)
         #expect(store.count == 0)
     }

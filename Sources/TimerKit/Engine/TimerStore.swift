@@ -76,12 +76,12 @@ struct TimerStore {
     static let lookahead: Int64 = 4_096
 
     let layout: Layout
-    private var slab = TimerSlab()
+    private(set) var slab = TimerSlab()
     /// The near heap's entries in 4-ary heap order by (key, sequence), each with its key and
     /// sequence beside its index: a sift compares siblings that sit side by side in memory instead
     /// of reading four entries scattered over the slab (measured with a million timers: the sift
     /// was 42 % of the engine thread's time, nearly all of it cache misses on the slab).
-    private var heap: [HeapSlot] = []
+    private(set) var heap: [HeapSlot] = []
 
     /// One place in the near heap: 16 bytes, four siblings to a cache line.
     struct HeapSlot {
@@ -97,13 +97,13 @@ struct TimerStore {
         }
     }
     /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
-    private var horizon: Int64 = 0
-    private let wheel = Wheel()
+    private(set) var horizon: Int64 = 0
+    let wheel = Wheel()
 
     /// The wheel's fixed-size tables, allocated once and reached through `let` pointers: no
     /// copy-on-write or exclusivity checks on the hot path. The store is never copied (it lives in
     /// the engine's locked state), so sharing the tables between copies cannot happen in practice.
-    private final class Wheel {
+    final class Wheel {
         static let bucketCount = TimerStore.levelCount * TimerStore.bucketsPerLevel
         /// One occupancy bitmap per level.
         let bitmaps = UnsafeMutablePointer<UInt64>.allocate(capacity: TimerStore.levelCount)
@@ -129,10 +129,10 @@ struct TimerStore {
         }
     }
 
-    private var bitmaps: UnsafeMutablePointer<UInt64> { wheel.bitmaps }
-    private var heads: UnsafeMutablePointer<Int32> { wheel.heads }
-    private var tails: UnsafeMutablePointer<Int32> { wheel.tails }
-    private var earliestDeadlines: UnsafeMutablePointer<Int64> { wheel.earliestDeadlines }
+    var bitmaps: UnsafeMutablePointer<UInt64> { wheel.bitmaps }
+    var heads: UnsafeMutablePointer<Int32> { wheel.heads }
+    var tails: UnsafeMutablePointer<Int32> { wheel.tails }
+    var earliestDeadlines: UnsafeMutablePointer<Int64> { wheel.earliestDeadlines }
 
     /// Creates an empty store whose heap holds the `lookahead` ticks after `now`.
     init(layout: Layout = .wheel, now: Int64 = 0) {
