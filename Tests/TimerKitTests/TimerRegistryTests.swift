@@ -96,7 +96,7 @@ struct TimerRegistryTests {
         #expect(throws: TimerError.keyNotFound("1")) { try registry.reschedule(1, at: .now) }
     }
 
-    @Test("Suspend, resume and fire by key; suspend, resume and cancel everything")
+    @Test("C7, C9: suspend, resume and fire by key, each saying whether it took effect; suspend, resume and cancel everything")
     func operationsByKeyAndForAll() throws {
         let virtual = VirtualClock()
         let registry = TimerRegistry<String>(clock: virtual.clock)

@@ -119,59 +119,61 @@ struct EveryCommand: ParsableCommand {
     private var gridOptionsGiven: Bool { missed != .skip || clock != .continuous }
 
     func run() throws {
-        if let rule = try calendarRule() { return try runOnCalendar(rule) }
-        guard let interval else { return }
-        let toleranceValue = tolerance?.resolved(interval: interval) ?? .zero
-        if dryRun {
-            let shown = min(count ?? 5, 10)
-            let start = Date()
-            let step = DurationText.wholeNanoseconds(interval)
-            // Offsets past the tool's longest duration (100 years) are not shown, nor past --for.
-            let offsets = (0..<Int64(shown)).compactMap { k -> Int64? in
-                let (offset, overflow) = step.multipliedReportingOverflow(by: k)
-                guard !overflow, offset <= DurationText.maximumNanoseconds else { return nil }
-                return limit.map { offset < DurationText.wholeNanoseconds($0) } ?? true ? offset : nil
-            }
-            Output.line("timerkit every \(DurationText.describe(interval)): the first \(offsets.count) run\(offsets.count == 1 ? "" : "s") would start at")
-            for offset in offsets {
-                Output.line("  \(TimeText.describe(start.addingTimeInterval(Double(offset) / 1e9)))  (+\(DurationText.describe(.nanoseconds(offset))))")
-            }
-            if count == nil && limit == nil { Output.line("  … and every \(DurationText.describe(interval)) after that, until Ctrl-C") }
-            return
+        if let rule = try calendarRule() {
+            guard !dryRun else { return printDryRun(occurrencesOf: rule) }
+            return try startRuns(interval: .seconds(1), calendar: rule, tolerance: .zero, missed: .skip, clock: .wall)
         }
+        guard let interval else { return }
+        guard !dryRun else { return printDryRun(every: interval) }
+        try startRuns(
+            interval: interval, calendar: nil, tolerance: tolerance?.resolved(interval: interval) ?? .zero, missed: missed, clock: clock.clock)
+    }
+
+    /// Looks the command up, runs it on the schedule until the runs end, and exits with their status.
+    private func startRuns(interval: Duration, calendar: CalendarRule?, tolerance: Duration, missed: MissedChoice, clock: TimerClock) throws {
         let command = resolvedCommand
         try ChildProcess.checkBeforeWaiting(command, tool: "every")
         let runner = EveryRun(EveryRun.Options(
-            interval: interval, count: count, limit: limit, tolerance: toleranceValue, missed: missed,
-            clock: clock.clock, failFast: failFast, json: json, runTimeout: timeout, command: command))
+            interval: interval, calendar: calendar, count: count, limit: limit, tolerance: tolerance, missed: missed,
+            clock: clock, failFast: failFast, json: json, runTimeout: timeout, command: command))
         let status = try runner.run()
         if status != 0 { throw ExitCode(status) }
     }
 
-    /// `--at`, `--on`: the runs at the rule's occurrences, or with --dry-run the next ones.
-    private func runOnCalendar(_ rule: CalendarRule) throws {
-        if dryRun {
-            let shown = min(count ?? 5, 10)
-            var occurrences: [Date] = []
-            var after = Date()
-            let end = limit.map { after.addingTimeInterval(Double(DurationText.wholeNanoseconds($0)) / 1e9) }
-            while occurrences.count < shown, let next = rule.nextOccurrence(after: after), end.map({ next < $0 }) ?? true {
-                occurrences.append(next)
-                after = next
-            }
-            Output.line("timerkit every \(rule): the next \(occurrences.count) run\(occurrences.count == 1 ? "" : "s") would start at")
-            for occurrence in occurrences {
-                Output.line("  \(TimeText.describeWithWeekday(occurrence))")
-            }
-            if count == nil && limit == nil { Output.line("  … and so on, until Ctrl-C") }
-            return
+    /// --dry-run on a grid: the first runs' instants and offsets (none past 100 years or --for).
+    private func printDryRun(every interval: Duration) {
+        let start = Date()
+        let step = DurationText.wholeNanoseconds(interval)
+        let offsets = (0..<Int64(dryRunCount)).compactMap { k -> Int64? in
+            let (offset, overflow) = step.multipliedReportingOverflow(by: k)
+            guard !overflow, offset <= DurationText.maximumNanoseconds else { return nil }
+            return limit.map { offset < DurationText.wholeNanoseconds($0) } ?? true ? offset : nil
         }
-        let command = resolvedCommand
-        try ChildProcess.checkBeforeWaiting(command, tool: "every")
-        let runner = EveryRun(EveryRun.Options(
-            interval: .seconds(1), calendar: rule, count: count, limit: limit, tolerance: .zero, missed: .skip,
-            clock: .wall, failFast: failFast, json: json, runTimeout: timeout, command: command))
-        let status = try runner.run()
-        if status != 0 { throw ExitCode(status) }
+        printDryRun(
+            "\(DurationText.describe(interval)): the first",
+            offsets.map { "\(TimeText.describe(start.addingTimeInterval(Double($0) / 1e9)))  (+\(DurationText.describe(.nanoseconds($0))))" },
+            then: "and every \(DurationText.describe(interval)) after that")
+    }
+
+    /// --dry-run on the calendar: the next occurrences (none past --for), with their weekday.
+    private func printDryRun(occurrencesOf rule: CalendarRule) {
+        var occurrences: [Date] = []
+        var after = Date()
+        let end = limit.map { after.addingTimeInterval(Double(DurationText.wholeNanoseconds($0)) / 1e9) }
+        while occurrences.count < dryRunCount, let next = rule.nextOccurrence(after: after), end.map({ next < $0 }) ?? true {
+            occurrences.append(next)
+            after = next
+        }
+        printDryRun("\(rule): the next", occurrences.map { TimeText.describeWithWeekday($0) }, then: "and so on")
+    }
+
+    /// How many runs --dry-run lists: --count, 5 without it, at most 10.
+    private var dryRunCount: Int { min(count ?? 5, 10) }
+
+    /// --dry-run's listing: which runs, one line each, and how it goes on without --count or --for.
+    private func printDryRun(_ which: String, _ lines: [String], then more: String) {
+        Output.line("timerkit every \(which) \(lines.count) run\(lines.count == 1 ? "" : "s") would start at")
+        for line in lines { Output.line("  \(line)") }
+        if count == nil && limit == nil { Output.line("  … \(more), until Ctrl-C") }
     }
 }
