@@ -47,16 +47,15 @@ struct InvalidationRaceTests {
         #expect(lateRuns.current * 40 <= tries, "\(lateRuns.current) of \(tries) tries entered the handler after invalidate() had returned")
     }
 
-    /// Decides a run requested by `fire()` as a delivery does, under the engine lock, and stops
-    /// there: the run is decided but has not begun.
-    func decideManualRun(_ timer: ScheduledTimer) -> ScheduledTimer.Step {
+    /// Decides a run requested by `fire()` with the engine's own steps — the machine's transition,
+    /// the store action, the delivery's decision under the lock — and stops there: the run is
+    /// decided but has not begun.
+    func decideManualRun(_ timer: ScheduledTimer) -> TimerEngine.DeliveryStep {
         timer.engine.state.withLock { state in
-            timer.machine.hasPendingManualFire = true
-            timer.engine.removeIfStored(timer, &state)
-            timer.machine.isRunning = true
-            let step = timer.nextStep(now: timer.engine.now(state), &state)
-            timer.runDecided()
-            return step
+            let (accepted, action) = timer.machine.requestManualFire(isShutDown: state.isShutDown)
+            let holdsDelivery = timer.engine.carryOut(action, for: timer, &state)
+            #expect(accepted && holdsDelivery)
+            return timer.engine.nextDeliveryStep(timer, afterRuns: 0, &state)
         }
     }
 
@@ -72,8 +71,9 @@ struct InvalidationRaceTests {
         }
         #expect(timer.fireCount == 1)
         timer.invalidate()
-        #expect(!timer.beginRun(), "the decided run cannot begin once invalidate() has returned")
-        timer.engine.state.withLock { _ in timer.abandonRun() }
+        let began = timer.runGate.begin()
+        #expect(!began, "the decided run cannot begin once invalidate() has returned")
+        timer.engine.state.withLock { _ in timer.runGate.abandon() }
         #expect(timer.fireCount == 0, "a run that never began is not counted")
         #expect(runs.current == 0)
     }
@@ -88,11 +88,13 @@ struct InvalidationRaceTests {
         }
         #expect(!timer.isValid, "C6: invalid from the moment its fire was decided")
         timer.invalidate()
-        #expect(!timer.beginRun())
+        let finalBegan = timer.runGate.begin()
+        #expect(!finalBegan)
         // Without invalidate(), the decided run begins.
         let other = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
         _ = decideManualRun(other)
-        #expect(other.beginRun())
+        let otherBegan = other.runGate.begin()
+        #expect(otherBegan)
         other.endRun()
     }
 

@@ -27,7 +27,7 @@ extension ScheduledTimer {
     /// Whether a run of the handler has begun and not yet returned (C8): what a registry's cancel
     /// reports as `.cancelledWhileRunning`.
     var isRunUnderWay: Bool {
-        runGate.load(ordering: .sequentiallyConsistent) == RunGate.entered
+        runGate.isUnderWay
     }
 
     /// Asks the timer not to warn when it is released while suspended: an `AsyncSequence` that

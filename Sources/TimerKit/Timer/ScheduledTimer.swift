@@ -33,19 +33,6 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// A handler, as stored: every factory form is reduced to this.
     typealias Handler = @Sendable (ScheduledTimer, TimerFire) -> Void
 
-    enum Step {
-        /// Run the handler once, then ask again.
-        case run(Handler, TimerFire)
-        /// Run the handler for the last time: the timer is now invalid.
-        case runFinal(Handler, TimerFire, (@Sendable () -> Void)?)
-        /// Nothing to run: the timer is back in the store, suspended, or idle.
-        case stop
-        /// More to run, but the delivery used its budget: continue in a later turn.
-        case yield
-        /// The timer was found invalid (its clock shut down); release and notify.
-        case stopInvalidated((@Sendable () -> Void)?, Handler?)
-    }
-
     // The stored fields are ordered so that the small ones pack together: a pending timer's object
     // stays small; what few timers use lives in `extras`, allocated on first use.
 
@@ -53,17 +40,18 @@ public final class ScheduledTimer: @unchecked Sendable {
     let toleranceNanoseconds: Int64
     /// Where the handler runs (C15).
     public let delivery: TimerDelivery
-    /// ``missedDeadlinePolicy``, in eight bytes: 0 coalesce, -1 skip, n ≥ 1 burst of at most n.
-    private let policyCode: Int
 
     // Guarded by the engine lock.
     var handler: Handler?
+    /// The timer's state and its transitions (C5–C10): every method below is one transition, whose
+    /// returned action the engine carries out.
     var machine: TimerStateMachine
     private var extras: Extras?
     /// Creation order on the engine, truncated to 32 bits like the store's; breaks ties between
-    /// equal deadlines (compared with wrapping arithmetic).
+    /// equal deadlines (compared with wrapping arithmetic). Written by the engine.
     var id: UInt32 = 0
-    /// The index of the timer's entry in its engine's store, or -1 when it is not stored.
+    /// The index of the timer's entry in its engine's store, or -1 when it is not stored. The
+    /// engine's own field: only the engine reads or writes it.
     var storeSlot: Int32 = -1
     /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
     /// iterated), so that no lifetime warning is printed.
@@ -71,33 +59,14 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
     /// before its deadline and waits for the deadline actively.
     let isPrecise: Bool
+    /// Where the run the engine decided on stands (C8): changed under the engine lock, except for
+    /// the running thread's two steps around the handler call.
+    let runGate = RunGate()
 
     /// What few timers use. Guarded by the engine lock.
     private final class Extras {
         var onInvalidate: (@Sendable () -> Void)?
         var runWaiters: [CheckedContinuation<Void, Never>] = []
-        var skippedDeadlines = 0
-        var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)?
-    }
-
-    /// Grid deadlines that passed without a run of their own under ``MissedDeadlinePolicy/skip``
-    /// since the last fire; the next fire reports them (C5). Guarded by the engine lock.
-    var skippedDeadlines: Int {
-        get { extras?.skippedDeadlines ?? 0 }
-        set {
-            guard newValue != 0 || extras != nil else { return }
-            extrasForWriting.skippedDeadlines = newValue
-        }
-    }
-
-    /// The rest of a burst of missed deadlines being fired back to back (C5). Guarded by the engine
-    /// lock.
-    var burst: (nextScheduled: Int64, fires: Int, lastCount: Int)? {
-        get { extras?.burst }
-        set {
-            guard newValue != nil || extras != nil else { return }
-            extrasForWriting.burst = newValue
-        }
     }
 
     private var extrasForWriting: Extras {
@@ -117,43 +86,8 @@ public final class ScheduledTimer: @unchecked Sendable {
         }
     }
 
-    /// Tasks waiting in ``invalidateAndWait()`` for the run under way to return. Guarded by the
-    /// engine lock.
-    var runWaiters: [CheckedContinuation<Void, Never>] {
-        get { extras?.runWaiters ?? [] }
-        set {
-            guard !newValue.isEmpty || extras != nil else { return }
-            extrasForWriting.runWaiters = newValue
-        }
-    }
-
     /// The policy for missed deadlines (C5).
-    public var missedDeadlinePolicy: MissedDeadlinePolicy {
-        switch policyCode {
-        case 0: .coalesce
-        case -1: .skip
-        default: .burst(maxFires: policyCode)
-        }
-    }
-
-    /// Where the run the engine decided on stands (C8): ``RunGate``. Changed under the engine lock,
-    /// except for the two steps the running thread takes on its own — `decided → entered` right
-    /// before the handler is called, `entered → idle` right after it returns — which are atomic.
-    let runGate = Atomic<UInt8>(RunGate.idle)
-    /// Whether ``runWaiters`` may be non-empty: read by the running thread without the lock.
-    let hasRunWaiters = Atomic<Bool>(false)
-
-    /// The states of ``runGate``.
-    enum RunGate {
-        /// No run decided or under way.
-        static let idle: UInt8 = 0
-        /// The engine decided on a run, under its lock; the handler has not been called.
-        static let decided: UInt8 = 1
-        /// The run has begun: the handler is being called or running.
-        static let entered: UInt8 = 2
-        /// `invalidate()` stopped the decided run before it began.
-        static let cancelled: UInt8 = 3
-    }
+    public var missedDeadlinePolicy: MissedDeadlinePolicy { machine.policy }
 
     init(
         engine: TimerEngine,
@@ -168,14 +102,8 @@ public final class ScheduledTimer: @unchecked Sendable {
         self.engine = engine
         self.toleranceNanoseconds = tolerance
         self.isPrecise = precision.isHigh
-        self.policyCode =
-            switch policy {
-            case .coalesce: 0
-            case .skip: -1
-            case .burst(let maxFires): maxFires
-            }
         self.delivery = delivery
-        self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval)
+        self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval, policy: policy)
         self.handler = handler
     }
 
@@ -274,13 +202,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   one-shot whose run has begun, an invalidated timer, a shut-down clock).
     @discardableResult
     public func fire() -> Bool {
-        let (requested, deliverNow) = engine.state.withLock { state -> (Bool, Bool) in
-            guard machine.lifecycle == .active, !state.isShutDown else { return (false, false) }
-            machine.hasPendingManualFire = true
-            guard !machine.isRunning else { return (true, false) }
-            engine.removeIfStored(self, &state)
-            machine.isRunning = true
-            return (true, true)
+        let (requested, deliverNow) = engine.state.withLock { state in
+            let (accepted, action) = machine.requestManualFire(isShutDown: state.isShutDown)
+            return (accepted, engine.carryOut(action, for: self, &state))
         }
         if deliverNow { engine.deliver(self) }
         return requested
@@ -299,7 +223,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// handler; nothing between that step and the call can block, take a lock or wake a thread.
     public func invalidate() {
         let (released, onInvalidate) = engine.state.withLock { state in
-            engine.removeIfStored(self, &state)
+            _ = engine.carryOut(.remove, for: self, &state)
             if self.onInvalidate != nil { state.watched[ObjectIdentifier(self)] = nil }
             return invalidateLocked()
         }
@@ -315,18 +239,12 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// for cannot end.
     public func invalidateAndWait() async {
         invalidate()
-        guard runGate.load(ordering: .sequentiallyConsistent) == RunGate.entered else { return }
+        guard runGate.isUnderWay else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let waits = engine.state.withLock { _ -> Bool in
-                // Announce the waiter, then look: the running thread ends the run, then looks for
-                // waiters, so one of the two sees the other.
-                hasRunWaiters.store(true, ordering: .sequentiallyConsistent)
-                guard runGate.load(ordering: .sequentiallyConsistent) == RunGate.entered else {
-                    if runWaiters.isEmpty { hasRunWaiters.store(false, ordering: .sequentiallyConsistent) }
-                    return false
-                }
-                runWaiters.append(continuation)
-                return true
+                var waiters = extras?.runWaiters ?? []
+                defer { if !waiters.isEmpty { extrasForWriting.runWaiters = waiters } }
+                return runGate.addWaiter(continuation, to: &waiters)
             }
             if !waits { continuation.resume() }
         }
@@ -343,10 +261,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     @discardableResult
     public func suspend() -> Bool {
         engine.state.withLock { state in
-            guard machine.lifecycle == .active, !machine.isSuspended else { return false }
-            machine.isSuspended = true
-            engine.removeIfStored(self, &state)
-            return true
+            let (changed, action) = machine.suspend()
+            _ = engine.carryOut(action, for: self, &state)
+            return changed
         }
     }
 
@@ -362,17 +279,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   invalid.
     @discardableResult
     public func resume() -> Bool {
-        let (resumed, deliverNow) = engine.state.withLock { state -> (Bool, Bool) in
-            guard machine.lifecycle == .active, machine.isSuspended, !state.isShutDown else { return (false, false) }
-            machine.isSuspended = false
-            guard !machine.isRunning else { return (true, false) }
-            if machine.nextDeadline <= engine.now(state) && machine.nextDeadline != .max {
-                machine.missedWhileSuspended = true
-                machine.isRunning = true
-                return (true, true)
-            }
-            engine.insert(self, &state)
-            return (true, false)
+        let (resumed, deliverNow) = engine.state.withLock { state in
+            let (changed, action) = machine.resume(now: engine.now(state), isShutDown: state.isShutDown)
+            return (changed, engine.carryOut(action, for: self, &state))
         }
         if deliverNow { engine.deliver(self) }
         return resumed
@@ -393,32 +302,25 @@ public final class ScheduledTimer: @unchecked Sendable {
             guard machine.lifecycle == .active, !state.isShutDown else { throw .timerInvalidated }
             let newInterval = intervalNanoseconds ?? machine.interval
             // The clock is read only for a start relative to now.
-            machine.nextDeadline = try Self.firstDeadline(start, interval: newInterval, now: { engine.now(state) }, kind: engine.kind)
-            machine.interval = newInterval
-            burst = nil
-            machine.missedWhileSuspended = false
-            skippedDeadlines = 0
-            if !machine.isSuspended && !machine.isRunning {
-                engine.place(self, &state)
-            } else {
-                engine.removeIfStored(self, &state)
-            }
+            let deadline = try Self.firstDeadline(start, interval: newInterval, now: { engine.now(state) }, kind: engine.kind)
+            _ = engine.carryOut(machine.reschedule(to: deadline, interval: newInterval), for: self, &state)
         }
     }
 
-    // MARK: The state machine (called under the engine lock)
+    // MARK: What the engine asks of the timer (under its lock)
 
     /// Makes the timer invalid, and stops a run that was decided but has not begun (C8, also for a
     /// one-shot's final run); returns what must be released and notified after the lock is let go.
     func invalidateLocked() -> (Handler?, (@Sendable () -> Void)?) {
         // The stopped run is not counted: `fireCount` read after invalidate() returns is final.
-        if runGate.compareExchange(expected: RunGate.decided, desired: RunGate.cancelled, ordering: .sequentiallyConsistent).exchanged {
-            machine.fireCount -= 1
-        }
-        guard machine.lifecycle == .active else { return (nil, nil) }
-        machine.lifecycle = .invalid
-        machine.hasPendingManualFire = false
-        burst = nil
+        if runGate.stopDecided() { machine.uncountStoppedRun() }
+        guard machine.invalidate() else { return (nil, nil) }
+        return releaseHandler()
+    }
+
+    /// Takes the handler and the invalidation hook of a timer the machine made invalid, to be
+    /// released and called after the lock is let go.
+    func releaseHandler() -> (Handler?, (@Sendable () -> Void)?) {
         let released = handler
         handler = nil
         let hook = onInvalidate
@@ -426,152 +328,18 @@ public final class ScheduledTimer: @unchecked Sendable {
         return (released, hook)
     }
 
-    // MARK: The run gate (C8)
-
-    /// Marks the run just decided on. Under the engine lock.
-    @inline(__always)
-    func runDecided() {
-        runGate.store(RunGate.decided, ordering: .sequentiallyConsistent)
-    }
-
-    /// Begins the decided run, unless `invalidate()` stopped it first. Called by the delivering
-    /// thread, without the lock, immediately before it calls the handler.
-    @inline(__always)
-    func beginRun() -> Bool {
-        runGate.compareExchange(expected: RunGate.decided, desired: RunGate.entered, ordering: .sequentiallyConsistent).exchanged
-    }
-
-    /// Ends a run that began; resumes the tasks waiting for it. Called by the delivering thread,
-    /// without the lock, right after the handler returns.
+    /// Ends a run that began (C8) and resumes the tasks waiting for it. Called by the delivering
+    /// thread, without the lock, right after the handler returns.
     @inline(__always)
     func endRun() {
-        runGate.store(RunGate.idle, ordering: .sequentiallyConsistent)
-        guard hasRunWaiters.load(ordering: .sequentiallyConsistent) else { return }
+        guard runGate.end() else { return }
         let waiters = engine.state.withLock { _ -> [CheckedContinuation<Void, Never>] in
-            hasRunWaiters.store(false, ordering: .sequentiallyConsistent)
-            defer { runWaiters = [] }
-            return runWaiters
+            var waiting = extras?.runWaiters ?? []
+            let taken = runGate.takeWaiters(&waiting)
+            if extras != nil { extras!.runWaiters = waiting }
+            return taken
         }
         for waiter in waiters { waiter.resume() }
-    }
-
-    /// Forgets a decided run that `invalidate()` stopped before it began (and uncounted). Under the
-    /// engine lock.
-    func abandonRun() {
-        runGate.store(RunGate.idle, ordering: .sequentiallyConsistent)
-    }
-
-    /// Whether the running delivery would run the handler again right now.
-    func hasWorkNow(_ now: Int64) -> Bool {
-        guard machine.lifecycle == .active else { return false }
-        let isDue = machine.nextDeadline <= now && machine.nextDeadline != .max
-        return machine.hasPendingManualFire || (!machine.isSuspended && (burst != nil || isDue))
-    }
-
-    /// Decides what the running delivery does next. Called by the holder of `isRunning`.
-    func nextStep(now: Int64, _ state: inout TimerEngine.State) -> Step {
-        if state.isShutDown && machine.lifecycle == .active {
-            let (released, hook) = invalidateLocked()
-            machine.isRunning = false
-            return .stopInvalidated(hook, released)
-        }
-        guard machine.lifecycle == .active, let handler else {
-            machine.isRunning = false
-            return .stop
-        }
-        let kind = engine.kind
-        if machine.hasPendingManualFire {
-            machine.hasPendingManualFire = false
-            machine.fireCount = machine.fireCount.addingSaturating(1)
-            let at = TimerInstant(kind: kind, nanoseconds: now)
-            let fire = TimerFire(scheduledDeadline: at, firedAt: at, deadlineCount: 0, sequenceNumber: machine.fireCount)
-            if !machine.isRepeating {
-                let (_, hook) = invalidateLocked()
-                machine.isRunning = false
-                return .runFinal(handler, fire, hook)
-            }
-            return .run(handler, fire)
-        }
-        if machine.isSuspended {
-            machine.isRunning = false
-            return .stop
-        }
-        if let current = burst {
-            machine.fireCount = machine.fireCount.addingSaturating(1)
-            let last = current.fires == 1
-            burst = last ? nil : (current.nextScheduled.addingSaturating(machine.interval), current.fires - 1, current.lastCount)
-            let fire = TimerFire(
-                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: current.nextScheduled),
-                firedAt: TimerInstant(kind: kind, nanoseconds: now),
-                deadlineCount: last ? current.lastCount : 1,
-                sequenceNumber: machine.fireCount)
-            return .run(handler, fire)
-        }
-        let deadline = machine.nextDeadline
-        // `Int64.max` is the end of time: a deadline there (a saturated grid) never comes (C17).
-        guard deadline <= now && deadline != .max else {
-            // Not due (yet, or again): back to the store.
-            machine.isRunning = false
-            engine.insert(self, &state)
-            return .stop
-        }
-        if !machine.isRepeating {
-            // C6: a one-shot timer is invalid from the moment its fire starts.
-            machine.fireCount = machine.fireCount.addingSaturating(1)
-            let fire = TimerFire(
-                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: deadline),
-                firedAt: TimerInstant(kind: kind, nanoseconds: now),
-                deadlineCount: 1,
-                skippedDeadlineCount: 0,
-                sequenceNumber: machine.fireCount)
-            let (_, hook) = invalidateLocked()
-            machine.isRunning = false
-            return .runFinal(handler, fire, hook)
-        }
-        // Count the grid deadlines that have come: deadline, deadline + i, …, deadline + (n-1)·i ≤ now.
-        // Unsigned arithmetic: now - deadline can exceed Int64.max when the first deadline was far
-        // in the past, and must neither trap nor wrap (C17).
-        let interval = machine.interval
-        let behind = UInt64(bitPattern: now &- deadline)
-        let due = behind / UInt64(interval) + 1
-        let latestDue = now &- Int64(behind % UInt64(interval))
-        machine.nextDeadline = latestDue.addingSaturating(interval)
-        let missedWhileSuspended = machine.missedWhileSuspended
-        machine.missedWhileSuspended = false
-        let count = Int(clamping: due)
-        func fire(_ scheduled: Int64, _ count: Int) -> Step {
-            machine.fireCount = machine.fireCount.addingSaturating(1)
-            let skipped = skippedDeadlines
-            skippedDeadlines = 0
-            return .run(handler, TimerFire(
-                scheduledDeadline: TimerInstant(kind: kind, nanoseconds: scheduled),
-                firedAt: TimerInstant(kind: kind, nanoseconds: now),
-                deadlineCount: count,
-                skippedDeadlineCount: skipped,
-                sequenceNumber: machine.fireCount))
-        }
-        // A deadline is missed when its successor has come too, or when it passed while the timer
-        // was suspended; the latest due deadline is otherwise merely late, and fires (C5).
-        guard due > 1 || missedWhileSuspended else { return fire(deadline, 1) }
-        switch missedDeadlinePolicy {
-        case .coalesce:
-            return fire(deadline, count)
-        case .skip:
-            if missedWhileSuspended {
-                // Every due deadline was missed: nothing fires now; the next fire reports them.
-                skippedDeadlines = skippedDeadlines.addingSaturating(count)
-                return nextStep(now: now, &state)
-            }
-            skippedDeadlines = skippedDeadlines.addingSaturating(count - 1)
-            return fire(latestDue, 1)
-        case .burst(let maxFires):
-            let fires = min(count, maxFires)
-            if fires > 1 {
-                burst = (deadline.addingSaturating(interval), fires - 1, count - fires + 1)
-                return fire(deadline, 1)
-            }
-            return fire(deadline, count)
-        }
     }
 
     // MARK: Validation (C17)

@@ -51,3 +51,15 @@ public struct TimerFire: Sendable, Hashable, CustomStringConvertible {
         return "TimerFire(#\(sequenceNumber), deadline: \(scheduledDeadline), lateness: \(lateness), deadlines: \(deadlineCount)\(skipped))"
     }
 }
+
+extension TimerFire {
+    /// The fire a timer's state machine decided, on its clock.
+    init(_ fire: TimerStateMachine.Fire, kind: TimerClock.Kind) {
+        self.init(
+            scheduledDeadline: TimerInstant(kind: kind, nanoseconds: fire.scheduledDeadline),
+            firedAt: TimerInstant(kind: kind, nanoseconds: fire.firedAt),
+            deadlineCount: fire.deadlineCount,
+            skippedDeadlineCount: fire.skippedDeadlineCount,
+            sequenceNumber: fire.sequenceNumber)
+    }
+}
