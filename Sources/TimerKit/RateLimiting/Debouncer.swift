@@ -24,17 +24,6 @@
 /// waits. Every operation is O(1) and safe from any thread (C13); a released debouncer drops what
 /// it held.
 public final class Debouncer<Value: Sendable>: Sendable {
-    private struct State {
-        /// The value the trailing edge will run with.
-        var pending: Value?
-        /// When the current burst began; `nil` between bursts.
-        var burstStart: Int64?
-        /// The timer of the burst's end.
-        var timer: ScheduledCallback?
-        /// Counts the timers made: an expiry of an older one is stale.
-        var generation: UInt64 = 0
-    }
-
     /// How long the values must settle before the trailing edge.
     public let delay: Duration
     /// The longest a burst may last, if limited.
@@ -46,11 +35,8 @@ public final class Debouncer<Value: Sendable>: Sendable {
     /// The clock the delay is counted on.
     public let clock: TimerClock
 
-    private let delayNanoseconds: Int64
-    private let maxWaitNanoseconds: Int64?
-    private let delivery: TimerDelivery
     private let handler: TimerHandler<Debouncer, Value>
-    private let state = Locked(State())
+    private let storage: RateLimiterStorage<DebounceStateMachine<Value>>
 
     /// Creates a debouncer that runs a closure.
     ///
@@ -102,18 +88,15 @@ public final class Debouncer<Value: Sendable>: Sendable {
         clock: TimerClock = .continuous, delivery: TimerDelivery? = nil,
         _ handler: TimerHandler<Debouncer, Value>
     ) throws(TimerError) {
-        (delayNanoseconds, maxWaitNanoseconds) = try Self.validated(delay: delay, leading: leading, trailing: trailing, maxWait: maxWait)
+        let (delayNanoseconds, maxWaitNanoseconds) = try Self.validated(delay: delay, leading: leading, trailing: trailing, maxWait: maxWait)
         self.delay = delay
         self.maxWait = maxWait
         self.leading = leading
         self.trailing = trailing
         self.clock = clock
-        self.delivery = try handler.delivery(delivery, otherwise: .engineThread)
         self.handler = handler
-    }
-
-    deinit {
-        _ = state.withLock { $0.timer }?.cancel()
+        let machine = DebounceStateMachine<Value>(delay: delayNanoseconds, maxWait: maxWaitNanoseconds, leading: leading, trailing: trailing)
+        self.storage = RateLimiterStorage(machine, clock: clock, delivery: try handler.delivery(delivery, otherwise: .engineThread))
     }
 
     /// The options checked as ``init(delay:leading:trailing:maxWait:clock:delivery:_:)-(_,_,_,_,_,_,(Value)->Void)``
@@ -127,47 +110,26 @@ public final class Debouncer<Value: Sendable>: Sendable {
     }
 
     /// Whether a value waits for the trailing edge.
-    public var isPending: Bool { state.withLock { $0.pending != nil } }
+    public var isPending: Bool { storage.read { $0.pending != nil } }
 
     /// Sends a value: starts a burst, or extends the current one.
     ///
     /// - Throws: ``TimerError/clockShutDown`` when the clock was shut down.
     public func send(_ value: Value) throws(TimerError) {
         let now = clock.nanosecondsNow
-        let (runNow, deadline, generation, previous) = state.withLock { state -> (Value?, Int64, UInt64, ScheduledCallback?) in
-            var runNow: Value?
-            if state.burstStart == nil {
-                state.burstStart = now
-                if leading { runNow = value } else { state.pending = value }
-            } else {
-                state.pending = trailing ? value : nil
-            }
-            var deadline = now.addingSaturating(delayNanoseconds)
-            if let maxWait = maxWaitNanoseconds, let start = state.burstStart { deadline = min(deadline, start.addingSaturating(maxWait)) }
-            state.generation &+= 1
-            defer { state.timer = nil }
-            return (runNow, deadline, state.generation, state.timer)
+        let sent = storage.decide(replacingEdge: true) { $0.send(value, at: now) }
+        if let runNow = sent.runNow { try run(runNow) }
+        let generation = sent.generation
+        try storage.scheduleEdge(at: sent.edgeDeadline, generation: generation) { [weak self] in
+            self?.edgeTimerExpired(generation)
         }
-        previous?.cancel()
-        if let runNow { try run(runNow) }
-        let timer = try clock.schedule(at: .at(TimerInstant(kind: clock.kind, nanoseconds: deadline)), delivery: delivery) { [weak self] in
-            self?.burstEnded(generation)
-        }
-        let current = state.withLock { state -> Bool in
-            guard state.generation == generation else { return false }
-            state.timer = timer
-            return true
-        }
-        if !current { timer.cancel() }
     }
 
     /// Runs the pending value now (through the delivery) and ends the burst; `false` if nothing
     /// was pending.
     @discardableResult
     public func flush() throws(TimerError) -> Bool {
-        let (value, timer) = endBurst()
-        timer?.cancel()
-        guard let value else { return false }
+        guard let value = storage.decide(replacingEdge: true, { $0.endBurst() }) else { return false }
         try run(value)
         return true
     }
@@ -176,42 +138,20 @@ public final class Debouncer<Value: Sendable>: Sendable {
     /// begins). Returns whether a value was dropped.
     @discardableResult
     public func cancel() -> Bool {
-        let (value, timer) = endBurst()
-        timer?.cancel()
-        return value != nil
+        storage.decide(replacingEdge: true) { $0.endBurst() } != nil
     }
 
     // MARK: Edges
 
-    private func endBurst() -> (Value?, ScheduledCallback?) {
-        state.withLock { state in
-            defer {
-                state.pending = nil
-                state.burstStart = nil
-                state.timer = nil
-                state.generation &+= 1
-            }
-            return (state.pending, state.timer)
-        }
-    }
-
-    /// The end of the burst that timer `generation` was made for; a newer send or a flush makes
-    /// it stale.
-    private func burstEnded(_ generation: UInt64) {
-        let value = state.withLock { state -> Value?? in
-            guard state.generation == generation else { return nil }
-            defer {
-                state.pending = nil
-                state.burstStart = nil
-                state.timer = nil
-            }
-            return .some(state.pending)
-        }
-        if let value = value ?? nil { handler(self, value) { cancel() } }
+    /// The end of the burst that the timer of `generation` was made for; a newer send or a flush
+    /// makes it stale.
+    private func edgeTimerExpired(_ generation: UInt64) {
+        guard case .run(let value) = storage.edgeExpired(generation: generation, { $0.edgeTimerExpired(generation) }) else { return }
+        handler(self, value) { cancel() }
     }
 
     /// Runs the action with `value` through the delivery, at once.
     private func run(_ value: Value) throws(TimerError) {
-        try clock.schedule(at: .now, delivery: delivery) { self.handler(self, value) { self.cancel() } }
+        try storage.runNow { self.handler(self, value) { self.cancel() } }
     }
 }

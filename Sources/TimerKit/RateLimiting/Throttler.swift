@@ -26,17 +26,6 @@
 /// ends the window; ``flush()`` runs it now; ``isPending`` tells whether one waits. Every operation
 /// is O(1) and safe from any thread (C13); a released throttler drops what it held.
 public final class Throttler<Value: Sendable>: Sendable {
-    private struct State {
-        /// The value the window's end will run with.
-        var pending: Value?
-        /// Whether a window is open.
-        var isOpen = false
-        /// The timer of the window's end.
-        var timer: ScheduledCallback?
-        /// Counts the windows: an expiry of an older one is stale.
-        var generation: UInt64 = 0
-    }
-
     /// The shortest time between two runs.
     public let interval: Duration
     /// Whether a value that opens a window runs at once.
@@ -49,9 +38,8 @@ public final class Throttler<Value: Sendable>: Sendable {
     public let clock: TimerClock
 
     private let intervalNanoseconds: Int64
-    private let delivery: TimerDelivery
     private let handler: TimerHandler<Throttler, Value>
-    private let state = Locked(State())
+    private let storage: RateLimiterStorage<ThrottleStateMachine<Value>>
 
     /// Creates a throttler that runs a closure.
     ///
@@ -94,12 +82,9 @@ public final class Throttler<Value: Sendable>: Sendable {
         self.trailing = trailing
         self.latest = latest
         self.clock = clock
-        self.delivery = try handler.delivery(delivery, otherwise: .engineThread)
         self.handler = handler
-    }
-
-    deinit {
-        _ = state.withLock { $0.timer }?.cancel()
+        let machine = ThrottleStateMachine<Value>(leading: leading, trailing: trailing, latest: latest)
+        self.storage = RateLimiterStorage(machine, clock: clock, delivery: try handler.delivery(delivery, otherwise: .engineThread))
     }
 
     /// The options checked as the initializers check them (also by `throttled(for:)`, before the
@@ -110,35 +95,23 @@ public final class Throttler<Value: Sendable>: Sendable {
     }
 
     /// Whether a value waits for the end of the window.
-    public var isPending: Bool { state.withLock { $0.pending != nil } }
+    public var isPending: Bool { storage.read { $0.pending != nil } }
 
     /// Sends a value: runs it at once if it opens a window (with `leading`), keeps it for the
     /// window's end (with `trailing`), or drops it.
     ///
     /// - Throws: ``TimerError/clockShutDown`` when the clock was shut down.
     public func send(_ value: Value) throws(TimerError) {
-        let (runNow, generation) = state.withLock { state -> (Value?, UInt64?) in
-            if state.isOpen {
-                if trailing && (latest || state.pending == nil) { state.pending = value }
-                return (nil, nil)
-            }
-            state.isOpen = true
-            state.generation &+= 1
-            if leading { return (value, state.generation) }
-            state.pending = value
-            return (nil, state.generation)
-        }
-        if let runNow { try run(runNow) }
-        if let generation { try openWindow(generation) }
+        let sent = storage.decide(replacingEdge: false) { $0.send(value) }
+        if let runNow = sent.runNow { try run(runNow) }
+        if let window = sent.openedWindow { try timeEnd(ofWindow: window) }
     }
 
     /// Runs the waiting value now (through the delivery) and ends the window; `false` if nothing
     /// was waiting.
     @discardableResult
     public func flush() throws(TimerError) -> Bool {
-        let (value, timer) = closeWindow()
-        timer?.cancel()
-        guard let value else { return false }
+        guard let value = storage.decide(replacingEdge: true, { $0.closeWindow() }) else { return false }
         try run(value)
         return true
     }
@@ -147,62 +120,31 @@ public final class Throttler<Value: Sendable>: Sendable {
     /// begins). Returns whether a value was dropped.
     @discardableResult
     public func cancel() -> Bool {
-        let (value, timer) = closeWindow()
-        timer?.cancel()
-        return value != nil
+        storage.decide(replacingEdge: true) { $0.closeWindow() } != nil
     }
 
     // MARK: Windows
 
     /// Schedules the end of window `generation`, unless it was closed meanwhile.
-    private func openWindow(_ generation: UInt64) throws(TimerError) {
+    private func timeEnd(ofWindow generation: UInt64) throws(TimerError) {
         let deadline = clock.nanosecondsNow.addingSaturating(intervalNanoseconds)
-        let timer = try clock.schedule(at: .at(TimerInstant(kind: clock.kind, nanoseconds: deadline)), delivery: delivery) { [weak self] in
-            self?.windowEnded(generation)
-        }
-        let current = state.withLock { state -> Bool in
-            guard state.generation == generation else { return false }
-            state.timer = timer
-            return true
-        }
-        if !current { timer.cancel() }
-    }
-
-    private func closeWindow() -> (Value?, ScheduledCallback?) {
-        state.withLock { state in
-            defer {
-                state.pending = nil
-                state.isOpen = false
-                state.timer = nil
-                state.generation &+= 1
-            }
-            return (state.pending, state.timer)
+        try storage.scheduleEdge(at: deadline, generation: generation) { [weak self] in
+            self?.edgeTimerExpired(generation)
         }
     }
 
     /// The end of window `generation`, on the delivery: a waiting value opens the next window and
     /// runs; otherwise the throttler goes idle.
-    private func windowEnded(_ generation: UInt64) {
-        let next = state.withLock { state -> (Value, UInt64)? in
-            guard state.generation == generation else { return nil }
-            state.timer = nil
-            guard let value = state.pending else {
-                state.isOpen = false
-                return nil
-            }
-            state.pending = nil
-            state.generation &+= 1
-            return (value, state.generation)
-        }
-        guard let (value, generation) = next else { return }
+    private func edgeTimerExpired(_ generation: UInt64) {
+        guard case .run(let value, let next) = storage.edgeExpired(generation: generation, { $0.edgeTimerExpired(generation) }) else { return }
         // The next window starts with this run; a shut-down clock leaves it without an end, as
         // nothing can run any more.
-        try? openWindow(generation)
+        try? timeEnd(ofWindow: next)
         handler(self, value) { cancel() }
     }
 
     /// Runs the action with `value` through the delivery, at once.
     private func run(_ value: Value) throws(TimerError) {
-        try clock.schedule(at: .now, delivery: delivery) { self.handler(self, value) { self.cancel() } }
+        try storage.runNow { self.handler(self, value) { self.cancel() } }
     }
 }
