@@ -157,22 +157,22 @@ struct CountdownTests {
         #expect(ticks.all == [2, 1, 0])
     }
 
-    @Test("C11: an owner-bound countdown holds its owner weakly and ends once the owner is gone")
+    @Test("C11: an owner-bound countdown holds its owner weakly and ends once the owner is gone", .checksLeaks)
     func ownerBound() throws {
         final class Screen: Sendable {
             let ticks = Recorder<Int64>()
         }
         let virtual = VirtualClock()
         var screen: Screen? = Screen()
-        weak var weakScreen: Screen?
-        weakScreen = screen
+        let watchedScreen: WatchedObject
+        watchedScreen = watchForLeaks(screen)
         let countdown = try Countdown.start(to: .after(.seconds(10)), clock: virtual.clock, .bound(to: screen!) { screen, _, tick in
             screen.ticks.append(tick.value)
         })
         virtual.advance(by: .seconds(2))
         #expect(screen?.ticks.all == [10, 9, 8])
         screen = nil
-        #expect(weakScreen == nil, "the countdown does not keep its owner")
+        #expect(watchedScreen.isReleased, "the countdown does not keep its owner")
         virtual.advance(by: .seconds(1))
         #expect(countdown.isFinished)
         #expect(virtual.pendingTimerCount == 0)

@@ -67,12 +67,13 @@ struct DebouncerTests {
         }
     }
 
-    @Test("C12: a released debouncer drops what it held and leaves nothing pending")
+    @Test("C12: a released debouncer drops what it held and leaves nothing pending", .checksLeaks)
     func released() throws {
         let virtual = VirtualClock()
         let runs = Recorder<Int>()
         var debouncer: Debouncer<Int>? = try Debouncer(delay: .seconds(1), clock: virtual.clock) { runs.append($0) }
         try debouncer?.send(1)
+        watchForLeaks(debouncer)
         #expect(virtual.pendingTimerCount == 1)
         debouncer = nil
         #expect(virtual.pendingTimerCount == 0)

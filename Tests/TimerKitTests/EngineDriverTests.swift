@@ -62,13 +62,13 @@ struct EngineDriverTests {
 
     // MARK: The dispatch driver's edges
 
-    @Test("C1, C8: a wall clock on the dispatch driver keeps firing after the engine asks to be woken at once, and its shutdown ends the driver and frees the engine")
+    @Test("C1, C8: a wall clock on the dispatch driver keeps firing after the engine asks to be woken at once, and its shutdown ends the driver and frees the engine", .checksLeaks)
     func dispatchWallClockWakesAtOnce() async throws {
-        weak var weakEngine: TimerEngine?
+        let watchedEngine: WatchedObject
         let fired = Counter()
         do {
             let engine = TimerEngine(kind: .wall, isShared: false, driver: DispatchDriver(kind: .wall))
-            weakEngine = engine
+            watchedEngine = watchForLeaks(engine)
             let clock = TimerClock(engine: engine)
             // 100 deadlines already missed, fired as a burst: after each run budget the engine
             // yields and arms its driver for "now" (1 ns on the wall clock).
@@ -84,7 +84,7 @@ struct EngineDriverTests {
             #expect(await eventually { later.current == 1 }, "a later deadline still fires")
             clock.shutdown()
         }
-        #expect(await eventually { weakEngine == nil }, "the shutdown woke the driver, which ended and let the engine go")
+        #expect(await eventually { watchedEngine.isReleased }, "the shutdown woke the driver, which ended and let the engine go")
     }
 
     @Test("C17: the dispatch driver arms any deadline without overflow — a continuous one a century ahead, a wall one past 2038 — and a deadline that has come as now on every clock")

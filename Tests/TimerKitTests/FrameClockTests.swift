@@ -57,22 +57,22 @@ struct FrameClockTests {
         #expect(resumed.timestamp == TimerInstant(kind: .virtual, nanoseconds: 1_060_000_000))
     }
 
-    @Test("C11: a frame clock holds its owner weakly and ends once the owner is gone — the CADisplayLink cycle cannot happen")
+    @Test("C11: a frame clock holds its owner weakly and ends once the owner is gone — the CADisplayLink cycle cannot happen", .checksLeaks)
     func ownerIsWeak() throws {
         final class View: Sendable {
             let frames = Counter()
         }
         let virtual = VirtualClock()
         var view: View? = View()
-        weak var weakView: View?
-        weakView = view
+        let watchedView: WatchedObject
+        watchedView = watchForLeaks(view)
         let clock = try FrameClock.start(framesPerSecond: 60, clock: virtual.clock, .bound(to: view!) { view, _, _ in
             view.frames.increment()
         })
         virtual.advance(by: .milliseconds(101))    // frame 6 is at 100.000002 ms
         #expect(view?.frames.current == 6)
         view = nil
-        #expect(weakView == nil)
+        #expect(watchedView.isReleased)
         virtual.advance(by: .milliseconds(20))
         #expect(!clock.isValid)
         #expect(virtual.pendingTimerCount == 0)

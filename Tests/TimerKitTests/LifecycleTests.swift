@@ -161,36 +161,36 @@ struct LifecycleTests {
         #expect(fires.current == 3)
     }
 
-    @Test("C8: after invalidate() the handler and everything it captured are released")
+    @Test("C8: after invalidate() the handler and everything it captured are released", .checksLeaks)
     func invalidateReleasesTheHandler() throws {
         final class Captured: Sendable {}
         let virtual = VirtualClock()
-        weak var weakCaptured: Captured?
+        let watchedCaptured: WatchedObject
         let timer: ScheduledTimer
         do {
             let captured = Captured()
-            weakCaptured = captured
+            watchedCaptured = watchForLeaks(captured)
             timer = try ScheduledTimer.repeating(every: .seconds(1), clock: virtual.clock) { _, _ in _ = captured }
         }
         virtual.advance(by: .seconds(2))
-        #expect(weakCaptured != nil)
+        #expect(!watchedCaptured.isReleased)
         timer.invalidate()
-        #expect(weakCaptured == nil)
+        #expect(watchedCaptured.isReleased)
     }
 
-    @Test("C8: a one-shot timer releases its handler after its fire")
+    @Test("C8: a one-shot timer releases its handler after its fire", .checksLeaks)
     func oneShotReleasesItsHandler() throws {
         final class Captured: Sendable {}
         let virtual = VirtualClock()
-        weak var weakCaptured: Captured?
+        let watchedCaptured: WatchedObject
         let timer: ScheduledTimer
         do {
             let captured = Captured()
-            weakCaptured = captured
+            watchedCaptured = watchForLeaks(captured)
             timer = try ScheduledTimer.once(at: .after(.seconds(1)), clock: virtual.clock) { _, _ in _ = captured }
         }
         virtual.advance(by: .seconds(1))
-        #expect(weakCaptured == nil)
+        #expect(watchedCaptured.isReleased)
         #expect(!timer.isValid)
     }
 

@@ -92,21 +92,21 @@ struct OwnershipTests {
         #expect(repeating.current == 5)
     }
 
-    @Test("C12: a dropped one-shot on a dispatch queue fires, then releases itself")
+    @Test("C12: a dropped one-shot on a dispatch queue fires, then releases itself", .checksLeaks)
     func droppedOneShotReleasesItself() async throws {
         final class Payload: Sendable {}
-        weak var weakPayload: Payload?
+        let watchedPayload: WatchedObject
         let fired = Counter()
         do {
             let payload = Payload()
-            weakPayload = payload
+            watchedPayload = watchForLeaks(payload)
             try ScheduledTimer.once(at: .after(.milliseconds(20)), delivery: .queue(.global())) { _, _ in
                 _ = payload
                 fired.increment()
             }
         }
         #expect(await eventually { fired.current == 1 })
-        #expect(await eventually { weakPayload == nil })
+        #expect(await eventually { watchedPayload.isReleased })
     }
 }
 }
@@ -135,19 +135,19 @@ struct LifetimeWarningTests {
         #endif
     }
 
-    @Test("C8: releasing a virtual clock invalidates its pending timers and releases what they captured")
+    @Test("C8: releasing a virtual clock invalidates its pending timers and releases what they captured", .checksLeaks)
     func releasedVirtualClockReleasesItsTimers() throws {
         final class Captured: Sendable {}
-        weak var weakCaptured: Captured?
+        let watchedCaptured: WatchedObject
         var timer: ScheduledTimer?
         do {
             let clock = VirtualClock()
             let captured = Captured()
-            weakCaptured = captured
+            watchedCaptured = watchForLeaks(captured)
             timer = try ScheduledTimer.repeating(every: .seconds(1), clock: clock.clock) { _, _ in _ = captured }
             clock.advance(by: .seconds(2))
         }
-        #expect(weakCaptured == nil)
+        #expect(watchedCaptured.isReleased)
         #expect(timer?.isValid == false)
     }
 }

@@ -31,37 +31,37 @@ struct ScheduledCallbackTests {
         #expect(clock.pendingTimerCount == 0)
     }
 
-    @Test("C8: cancel() stops a pending callback, says so once, and releases what its closure captured before it returns")
+    @Test("C8: cancel() stops a pending callback, says so once, and releases what its closure captured before it returns", .checksLeaks)
     func cancelReleasesTheClosure() throws {
         let clock = VirtualClock()
         let ran = Counter()
         var captured: Captured? = Captured()
-        weak var watched: Captured?
-        watched = captured
+        let watched: WatchedObject
+        watched = watchForLeaks(captured)
         let callback = try clock.clock.schedule(at: .after(.seconds(1))) { [captured] in
             _ = captured
             ran.increment()
         }
         captured = nil
-        #expect(watched != nil, "the engine holds the closure while it is pending")
+        #expect(!watched.isReleased, "the engine holds the closure while it is pending")
         #expect(callback.cancel())
-        #expect(watched == nil, "released by cancel()")
+        #expect(watched.isReleased, "released by cancel()")
         #expect(!callback.cancel(), "idempotent: a second cancel() reports nothing to cancel")
         #expect(!callback.isPending)
         clock.advance(by: .seconds(2))
         #expect(ran.current == 0)
     }
 
-    @Test("C8: cancel() after the callback ran returns false, and the closure is released once it has run")
+    @Test("C8: cancel() after the callback ran returns false, and the closure is released once it has run", .checksLeaks)
     func cancelAfterRun() throws {
         let clock = VirtualClock()
         var captured: Captured? = Captured()
-        weak var watched: Captured?
-        watched = captured
+        let watched: WatchedObject
+        watched = watchForLeaks(captured)
         let callback = try clock.clock.schedule(at: .now) { [captured] in _ = captured }
         captured = nil
         clock.advance(by: .zero)
-        #expect(watched == nil)
+        #expect(watched.isReleased)
         #expect(!callback.cancel())
     }
 
@@ -197,20 +197,20 @@ extension RealTime {
             #expect(clock.pendingTimerCount == 0)
         }
 
-        @Test("C16: shutting a clock down releases its pending callbacks without running them and refuses new ones")
+        @Test("C16: shutting a clock down releases its pending callbacks without running them and refuses new ones", .checksLeaks)
         func shutdownReleasesCallbacks() throws {
             let clock = TimerClock.dedicated(.continuous)
             let ran = Counter()
             var captured: ScheduledCallbackTests.Captured? = ScheduledCallbackTests.Captured()
-            weak var watched: ScheduledCallbackTests.Captured?
-            watched = captured
+            let watched: WatchedObject
+            watched = watchForLeaks(captured)
             let callback = try clock.schedule(at: .after(.seconds(60))) { [captured] in
                 _ = captured
                 ran.increment()
             }
             captured = nil
             clock.shutdown()
-            #expect(watched == nil)
+            #expect(watched.isReleased)
             #expect(!callback.isPending && !callback.cancel())
             #expect(throws: TimerError.clockShutDown) { try clock.schedule(at: .now) {} }
             #expect(ran.current == 0)

@@ -76,12 +76,13 @@ struct ThrottlerTests {
         #expect(TimerError.noThrottleEdge.description.contains("never runs"))
     }
 
-    @Test("C12: a released throttler drops what it held and leaves nothing pending")
+    @Test("C12: a released throttler drops what it held and leaves nothing pending", .checksLeaks)
     func released() throws {
         let virtual = VirtualClock()
         let runs = Recorder<Int>()
         var throttler: Throttler<Int>? = try Throttler(interval: .seconds(1), clock: virtual.clock) { runs.append($0) }
         try throttler?.send(1)
+        watchForLeaks(throttler)
         try throttler?.send(2)
         virtual.advance(by: .zero)
         throttler = nil

@@ -10,12 +10,12 @@ struct TimerHandlerTests {
         let events = Recorder<String>()
     }
 
-    @Test("C11: every tool ends at its next event once the owner of a bound handler is gone, without calling it")
+    @Test("C11: every tool ends at its next event once the owner of a bound handler is gone, without calling it", .checksLeaks)
     func everyToolEndsWithItsOwner() throws {
         let virtual = VirtualClock()
         var owner: Owner? = Owner()
-        weak var weakOwner: Owner?
-        weakOwner = owner
+        let watchedOwner: WatchedObject
+        watchedOwner = watchForLeaks(owner)
         let events = owner!.events
         let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: virtual.clock, .bound(to: owner!) { owner, _, _ in
             owner.events.append("timer")
@@ -39,7 +39,7 @@ struct TimerHandlerTests {
 
         try debouncer.send(2)
         owner = nil
-        #expect(weakOwner == nil, "no tool keeps the owner alive")
+        #expect(watchedOwner.isReleased, "no tool keeps the owner alive")
         virtual.advance(by: .seconds(1))
         #expect(events.count == 6, "no handler ran after the owner went")
         #expect(!timer.isValid)

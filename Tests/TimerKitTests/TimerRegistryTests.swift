@@ -151,7 +151,7 @@ struct TimerRegistryTests {
         #expect(runs.current == 0)
     }
 
-    @Test("C11: an object's registry, filled in init with owner-bound work, goes with the object — no invalidate() in deinit")
+    @Test("C11: an object's registry, filled in init with owner-bound work, goes with the object — no invalidate() in deinit", .checksLeaks)
     func ownerKeepsItsRegistry() throws {
         final class Screen: Sendable {
             let timers: TimerRegistry<String>
@@ -166,12 +166,12 @@ struct TimerRegistryTests {
         }
         let virtual = VirtualClock()
         var screen: Screen? = try Screen(clock: virtual.clock)
-        weak var weakScreen: Screen?
-        weakScreen = screen
+        let watchedScreen: WatchedObject
+        watchedScreen = watchForLeaks(screen)
         virtual.advance(by: .seconds(3))
         #expect(screen?.ticks.current == 3)
         screen = nil
-        #expect(weakScreen == nil)
+        #expect(watchedScreen.isReleased)
         #expect(virtual.pendingTimerCount == 0)
     }
 
