@@ -10,6 +10,15 @@ extension TimerClock {
     /// them as for any sleeper; `nil` on the system clocks.
     var toolExecutor: (any TaskExecutor)? { engine.taskExecutor }
 
+    /// The deadline a start names, in nanoseconds on this clock, read against `now` (C1, C17):
+    /// as a timer computes its first deadline, with `interval` for a start of `nil`.
+    func deadline(of start: TimerStart, interval: Int64, now: Int64) throws(TimerError) -> Int64 {
+        try ScheduledTimer.firstDeadline(start, interval: interval, now: { now }, kind: kind)
+    }
+
+    /// Whether the clock was shut down: nothing can be scheduled on it any more.
+    var isShutDown: Bool { engine.hasShutDown.load(ordering: .acquiring) }
+
     /// A repeat interval or a unit, checked as a timer checks its interval (C17): positive and
     /// representable, in nanoseconds.
     static func validatedInterval(_ interval: Duration) throws(TimerError) -> Int64 {

@@ -78,10 +78,9 @@ extension Countdown {
         handler: @escaping Handler
     ) throws(TimerError) -> Countdown {
         let unitNanoseconds = try TimerClock.validatedInterval(unit)
-        let engine = clock.engine
-        let now = engine.now()
-        let deadlineNanoseconds = try ScheduledTimer.firstDeadline(deadline, interval: unitNanoseconds, now: { now }, kind: engine.kind)
-        guard !engine.hasShutDown.load(ordering: .acquiring) else { throw .clockShutDown }
+        let now = clock.nanosecondsNow
+        let deadlineNanoseconds = try clock.deadline(of: deadline, interval: unitNanoseconds, now: now)
+        guard !clock.isShutDown else { throw .clockShutDown }
         let countdown = Countdown(deadline: deadlineNanoseconds, unit: unitNanoseconds, clock: clock, delivery: delivery, handler: handler)
         if !suspended { countdown.run(now: now, tickNow: true) }
         return countdown
