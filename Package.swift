@@ -27,7 +27,7 @@ let package = Package(
         .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
         .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
         .library(name: "TimerKitDurableMetrics", targets: ["TimerKitDurableMetrics"]),
-        .executable(name: "timerkit", targets: ["timerkit"]),
+        .executable(name: "timerkit", targets: ["timerkit"])
     ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
     dependencies: [
         // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
@@ -41,7 +41,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Tests only: swift-async-algorithms' operators run on TimerKit's clocks. A package that
         // depends on TimerKit never fetches it.
-        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4")
     ],
     targets: [
         .target(name: "CTimerKitShims"),
@@ -63,7 +63,7 @@ let package = Package(
                 "TimerKitDurable",
                 "TimerKit",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics")
             ]
         ),
         .executableTarget(
@@ -71,7 +71,7 @@ let package = Package(
             dependencies: [
                 "TimerKit",
                 "TimerKitTesting",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
@@ -84,7 +84,7 @@ let package = Package(
             dependencies: [
                 "TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe", "TimerKitDurableMetrics",
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics"),
+                .product(name: "MetricsTestKit", package: "swift-metrics")
             ]
                 + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : [])
         ),
@@ -93,15 +93,15 @@ let package = Package(
             dependencies: [
                 "TimerKit",
                 "TimerKitTesting",
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")
             ]
-        ),
+        )
     ]
         + (withPostgres
             ? [
                 .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", .product(name: "PostgresNIO", package: "postgres-nio")]),
                 // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
-                .executableTarget(name: "timerkit-fleet-probe", dependencies: ["TimerKitPostgres", "TimerKitDurable"]),
+                .executableTarget(name: "timerkit-fleet-probe", dependencies: ["TimerKitPostgres", "TimerKitDurable"])
             ] : []),
     swiftLanguageModes: [.v6]
 )

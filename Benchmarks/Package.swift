@@ -10,7 +10,7 @@ let package = Package(
     products: [
         .executable(name: "timerkit-bench", targets: ["timerkit-bench"]),
         .executable(name: "timerkit-durable-bench", targets: ["timerkit-durable-bench"]),
-        .executable(name: "timerkit-fleet-bench", targets: ["timerkit-fleet-bench"]),
+        .executable(name: "timerkit-fleet-bench", targets: ["timerkit-fleet-bench"])
     ],
     dependencies: [
         // Named, so that the reference below does not depend on the name of the clone's folder.
@@ -18,7 +18,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2")
     ],
     targets: [
         // clock_nanosleep, mallinfo2, getrusage, prctl and /proc readings, callable from Swift.
@@ -31,7 +31,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
         // Durable timers (TimerKitDurable on SQLite): the armed design beside a 1 s poll of due rows.
@@ -39,7 +39,7 @@ let package = Package(
             name: "timerkit-durable-bench",
             dependencies: [
                 .product(name: "TimerKitDurable", package: "TimerKit"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),
         // Durable timers on PostgreSQL across 1, 2 and 4 instances, armed vs a 1 s poll.
@@ -50,9 +50,9 @@ let package = Package(
                 .product(name: "TimerKitPostgres", package: "TimerKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "TimerKit", package: "TimerKit"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
-        ),
+        )
     ],
     swiftLanguageModes: [.v6]
 )

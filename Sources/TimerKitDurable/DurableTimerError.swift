@@ -52,7 +52,8 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
         switch self {
         case .cannotOpen(let path, let reason): "cannot open the durable-timer database at \(path): \(reason)"
         case .corrupt(let path, let reason): "the durable-timer database at \(path) is not a database or is damaged (\(reason)); restore it from a backup"
-        case .locked(let reason): "the durable-timer database stayed locked by another connection past the busy timeout (\(reason)); nothing was written, try again"
+        case .locked(let reason):
+            "the durable-timer database stayed locked by another connection past the busy timeout (\(reason)); nothing was written, try again"
         case .full(let reason): "the disk holding the durable-timer database is full (\(reason)); nothing was written"
         case .store(let reason): "the durable-timer store failed: \(reason)"
         case .notACalendarClock(let kind): "durable timers need the wall clock or a virtual clock, not the \(kind) clock: their deadlines are calendar instants"
@@ -67,7 +68,8 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
         case .leaseLost(let key): "the lease on durable timer '\(key)' expired while its handler ran; another runner may have run it too (at-least-once)"
         case .shutDown: "the durable-timer runner has shut down"
         case .unreachable(let reason): "the durable-timer database cannot be reached (\(reason)); the write may not have happened, try again"
-        case .clockSkew(let milliseconds): "this host's clock is \(milliseconds) ms off the database's; timers still follow the database's time, but fix the host's clock (NTP)"
+        case .clockSkew(let milliseconds):
+            "this host's clock is \(milliseconds) ms off the database's; timers still follow the database's time, but fix the host's clock (NTP)"
         }
     }
 }

@@ -122,8 +122,11 @@ public final class DurableTimers: Sendable {
     public func schedule<Payload: Codable & Sendable>(
         key: String, after delay: Duration, handler: String, payload: Payload, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
     ) async throws(DurableTimerError) -> Bool {
-        guard delay >= .zero, let nanoseconds = delay.exactNanoseconds else { throw .invalidDuration("a delay must be zero or more and fit in 64-bit nanoseconds") }
-        return try await put(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: now().addingSaturating(nanoseconds), conflict: ifExists)
+        guard delay >= .zero, let nanoseconds = delay.exactNanoseconds else {
+            throw .invalidDuration("a delay must be zero or more and fit in 64-bit nanoseconds")
+        }
+        return try await put(
+            key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: now().addingSaturating(nanoseconds), conflict: ifExists)
     }
 
     /// Schedules a timer that repeats every `interval` on a fixed grid: its k-th occurrence is
@@ -303,7 +306,8 @@ public final class DurableTimers: Sendable {
         try validate(misfire)
         try requireRegistered(handler)
         let record = DurableTimerRecord(
-            namespace: namespace, key: key, handler: handler, payload: try Self.encode(payload, key: key, JSONEncoder()), recurrence: recurrence, misfire: misfire,
+            namespace: namespace, key: key, handler: handler, payload: try Self.encode(payload, key: key, JSONEncoder()), recurrence: recurrence,
+            misfire: misfire,
             due: due)
         guard try await store.put(record, conflict: conflict) else { return false }
         runner.disarm(key)
@@ -344,7 +348,8 @@ public final class DurableTimers: Sendable {
             } else { .scheduled }
         return DurableTimerInfo(
             key: record.key, handler: record.handler, nextDeadline: Date(nanosecondsSince1970: record.due), readyAt: Date(nanosecondsSince1970: record.readyAt),
-            interval: interval, rule: rule, misfire: record.misfire, fireCount: record.fireCount, attempts: record.attempts, lastError: record.lastError, state: state)
+            interval: interval, rule: rule, misfire: record.misfire, fireCount: record.fireCount, attempts: record.attempts, lastError: record.lastError,
+            state: state)
     }
 
     /// Loads the horizon again (see ``Runner``).

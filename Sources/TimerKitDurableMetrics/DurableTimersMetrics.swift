@@ -79,12 +79,17 @@ public final class DurableTimersMetrics: Sendable {
             if attempt == 1, lateness >= .zero { timer("timerkit_durable_lag", ["handler": handler]).recordNanoseconds(lateness.saturatingNanoseconds) }
             logger.trace(
                 "durable timer started",
-                metadata: ["namespace": "\(namespace)", "key": "\(key)", "handler": "\(handler)", "attempt": "\(attempt)", "lateness_ns": "\(lateness.saturatingNanoseconds)"])
+                metadata: [
+                    "namespace": "\(namespace)", "key": "\(key)", "handler": "\(handler)", "attempt": "\(attempt)",
+                    "lateness_ns": "\(lateness.saturatingNanoseconds)"
+                ])
         case .ended(let key, let handler, let duration, let outcome):
             let name = Self.name(of: outcome)
             timer("timerkit_durable_handler_duration", ["handler": handler, "outcome": name]).recordNanoseconds(max(duration.saturatingNanoseconds, 0))
             counter("timerkit_durable_runs", ["handler": handler, "outcome": name]).increment()
-            var metadata: Logger.Metadata = ["namespace": "\(namespace)", "key": "\(key)", "handler": "\(handler)", "duration_ns": "\(duration.saturatingNanoseconds)"]
+            var metadata: Logger.Metadata = [
+                "namespace": "\(namespace)", "key": "\(key)", "handler": "\(handler)", "duration_ns": "\(duration.saturatingNanoseconds)"
+            ]
             switch outcome {
             case .completed:
                 logger.debug("durable timer completed", metadata: metadata)

@@ -12,6 +12,7 @@ public enum PostgresURL {
         else { return nil }
         let database = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
         return PostgresClient.Configuration(
-            host: host, port: components.port ?? 5432, username: user, password: components.password, database: database.isEmpty ? nil : database, tls: .disable)
+            host: host, port: components.port ?? 5432, username: user, password: components.password, database: database.isEmpty ? nil : database, tls: .disable
+        )
     }
 }

@@ -65,8 +65,10 @@ public final class VirtualClock: Sendable {
         let sleepers = clock._virtualSleeperDeadlines
         if !sleepers.isEmpty {
             let deadlines = sleepers.map { String(describing: TimerInstant(kind: .virtual, nanoseconds: $0)) }.joined(separator: ", ")
-            FileHandle.standardError.write(Data(
-                "VirtualClock released with \(sleepers.count) task(s) still sleeping on it (deadlines: \(deadlines)); they are resumed with TimerError.clockShutDown\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "VirtualClock released with \(sleepers.count) task(s) still sleeping on it (deadlines: \(deadlines)); they are resumed with TimerError.clockShutDown\n"
+                        .utf8))
         }
         clock._shutDownVirtual()
         virtualExecutor.shutDown()

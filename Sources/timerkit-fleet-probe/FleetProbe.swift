@@ -41,7 +41,8 @@ enum FleetProbe {
         let hang = flag("--hang")
         let untilEmpty = flag("--until-empty")
         guard arguments.count == 4, let configuration = PostgresURL.configuration(arguments[0]) else {
-            FileHandle.standardError.write(Data("usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N]\n".utf8))
+            FileHandle.standardError.write(
+                Data("usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N]\n".utf8))
             exit(64)
         }
         let (namespace, name) = (arguments[1], arguments[3])

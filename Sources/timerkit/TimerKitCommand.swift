@@ -38,7 +38,8 @@ struct TimerKitCommand: AsyncParsableCommand {
         let arguments = Array(CommandLine.arguments.dropFirst())
         // `-1s` would read as options; say what it is instead.
         if let (name, command, value) = negativeDuration(in: arguments) {
-            Output.error("""
+            Output.error(
+                """
                 Error: negative duration '\(value)': a duration cannot be negative
                 Usage: \(aligned(command.configuration.usage ?? "timerkit \(name)"))
                   See 'timerkit \(name) --help' for more information.
@@ -48,7 +49,8 @@ struct TimerKitCommand: AsyncParsableCommand {
         // `-µs&.879hr` would read as a cluster of short flags, one of them -h (help, exit 0).
         if let (name, value) = unknownDashArgument(in: arguments) {
             let usage = name.flatMap { subcommandUsage[$0] } ?? "timerkit <subcommand>"
-            Output.error("""
+            Output.error(
+                """
                 Error: unknown option '\(value)'
                 Usage: \(aligned(usage))
                   See 'timerkit\(name.map { " \($0)" } ?? "") --help' for more information.
@@ -75,7 +77,7 @@ struct TimerKitCommand: AsyncParsableCommand {
     /// Subcommands whose one positional argument may be typed as several words, and their options
     /// that take a value.
     static let multiWordArgument: [String: Set<String>] = [
-        "after": ["--clock"], "at": [], "countdown": ["--label"],
+        "after": ["--clock"], "at": [], "countdown": ["--label"]
     ]
 
     /// `after 1m 30s -- …`, `at tomorrow 9am -- …`, `countdown 1m 30s`: the words before `--` that
@@ -106,8 +108,10 @@ struct TimerKitCommand: AsyncParsableCommand {
         return result + rest
     }
 
-    static let subcommandUsage: [String: String] = Dictionary(uniqueKeysWithValues:
-        ([CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self] as [any ParsableCommand.Type]).compactMap { command in
+    static let subcommandUsage: [String: String] = Dictionary(
+        uniqueKeysWithValues: ([
+            CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self
+        ] as [any ParsableCommand.Type]).compactMap { command in
             command.configuration.commandName.map { ($0, command.configuration.usage ?? "timerkit \($0)") }
         })
 
@@ -129,7 +133,7 @@ struct TimerKitCommand: AsyncParsableCommand {
     /// `after` (or an option's value) before `--` is a negative number.
     static func negativeDuration(in arguments: [String]) -> (String, any ParsableCommand.Type, String)? {
         let commands: [String: any ParsableCommand.Type] = [
-            "countdown": CountdownCommand.self, "every": EveryCommand.self, "after": AfterCommand.self, "timeout": TimeoutCommand.self,
+            "countdown": CountdownCommand.self, "every": EveryCommand.self, "after": AfterCommand.self, "timeout": TimeoutCommand.self
         ]
         guard let name = arguments.first, let command = commands[name] else { return nil }
         for argument in arguments.dropFirst() {

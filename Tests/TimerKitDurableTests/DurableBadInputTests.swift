@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
 import Testing
+import TimerKitTesting
+
 @testable import TimerKit
 @testable import TimerKitDurable
-import TimerKitTesting
 
 /// C17 for durable timers: each bad input and each fault of the file is a clear, documented error;
 /// nothing stored is lost, nothing crashes, nothing spins.
@@ -112,7 +113,9 @@ struct DurableBadInputTests {
         await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", after: .seconds(-1), handler: "note", payload: note) }
         await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", after: .seconds(Int64.max), handler: "note", payload: note) }
         await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .all(max: 0)) }
-        await #expect(throws: DurableTimerError.self) { try await timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .within(.seconds(-1))) }
+        await #expect(throws: DurableTimerError.self) {
+            try await timers.schedule(key: "k", at: at(1), handler: "note", payload: note, misfire: .within(.seconds(-1)))
+        }
         await #expect(throws: DurableTimerError.handlerAlreadyRegistered("note")) { try await timers.register("note", payload: Note.self) { _, _ in } }
         await #expect {
             try await timers.schedule(key: "k", at: at(1), handler: "note", payload: Double.nan)

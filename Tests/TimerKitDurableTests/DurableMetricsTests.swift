@@ -2,10 +2,11 @@ import Foundation
 import Logging
 import MetricsTestKit
 import Testing
-@testable import TimerKit
-@testable import TimerKitDurable
 import TimerKitDurableMetrics
 import TimerKitTesting
+
+@testable import TimerKit
+@testable import TimerKitDurable
 
 /// The runner's events as metrics and logs (`TimerKitDurableMetrics`), exactly, on a virtual clock.
 @Suite("Durable timers: metrics and logs")
@@ -36,7 +37,9 @@ struct DurableMetricsTests {
 
     struct Declined: Error, CustomStringConvertible { var description: String { "declined" } }
 
-    @Test("Claims, lag, handler runs by outcome, retries, parked failures, errors and the pending, due and running gauges are reported exactly; a retry logs a warning and a parked timer an error")
+    @Test(
+        "Claims, lag, handler runs by outcome, retries, parked failures, errors and the pending, due and running gauges are reported exactly; a retry logs a warning and a parked timer an error"
+    )
     func reportsEverything() async throws {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
@@ -55,7 +58,9 @@ struct DurableMetricsTests {
         // runner's claim at 100 s misses it.
         await virtual.advance(to: TimerInstant(kind: .virtual, nanoseconds: epoch + 95_000_000_000))
         let now = virtual.now.nanoseconds
-        #expect(try await timers.store.claim(namespace: "default", key: "c", owner: "other", now: now, leaseUntil: epoch + 200_000_000_000, early: true).record != nil)
+        #expect(
+            try await timers.store.claim(namespace: "default", key: "c", owner: "other", now: now, leaseUntil: epoch + 200_000_000_000, early: true).record
+                != nil)
         await virtual.advance(to: TimerInstant(kind: .virtual, nanoseconds: epoch + 100_000_000_000))
 
         let claimed = metrics.counterTotal(label: "timerkit_durable_claims", dimensions: [("namespace", "default"), ("result", "claimed")])
@@ -63,10 +68,15 @@ struct DurableMetricsTests {
         #expect(claimed == 4 && missed == 1, "a, b twice and late claimed; c missed")
         let lag = try metrics.expectTimer("timerkit_durable_lag", [("namespace", "default"), ("handler", "ok")])
         #expect(lag.values.sorted() == [0, 0], "a and late started at their due times")
-        #expect(try metrics.expectTimer("timerkit_durable_lag", [("namespace", "default"), ("handler", "charge")]).values == [0], "the retry's start is not lag")
-        #expect(try metrics.expectTimer("timerkit_durable_handler_duration", [("namespace", "default"), ("handler", "ok"), ("outcome", "completed")]).values == [2_000_000_000, 2_000_000_000])
+        #expect(
+            try metrics.expectTimer("timerkit_durable_lag", [("namespace", "default"), ("handler", "charge")]).values == [0], "the retry's start is not lag")
+        #expect(
+            try metrics.expectTimer("timerkit_durable_handler_duration", [("namespace", "default"), ("handler", "ok"), ("outcome", "completed")]).values == [
+                2_000_000_000, 2_000_000_000
+            ])
         #expect(metrics.counterTotal(label: "timerkit_durable_runs", dimensions: [("namespace", "default"), ("handler", "ok"), ("outcome", "completed")]) == 2)
-        #expect(metrics.counterTotal(label: "timerkit_durable_runs", dimensions: [("namespace", "default"), ("handler", "charge"), ("outcome", "retrying")]) == 1)
+        #expect(
+            metrics.counterTotal(label: "timerkit_durable_runs", dimensions: [("namespace", "default"), ("handler", "charge"), ("outcome", "retrying")]) == 1)
         #expect(metrics.counterTotal(label: "timerkit_durable_runs", dimensions: [("namespace", "default"), ("handler", "charge"), ("outcome", "parked")]) == 1)
         #expect(metrics.counterTotal(label: "timerkit_durable_retries", dimensions: [("namespace", "default"), ("handler", "charge")]) == 1)
         #expect(metrics.counterTotal(label: "timerkit_durable_parked", dimensions: [("namespace", "default"), ("handler", "charge")]) == 1)
@@ -78,7 +88,9 @@ struct DurableMetricsTests {
 
         let warnings = messages.all.filter { $0.level == .warning }
         let errors = messages.all.filter { $0.level == .error }
-        #expect(warnings.count == 1 && warnings.first?.metadata["key"] == "b" && warnings.first?.metadata["error"] == "declined" && warnings.first?.metadata["attempt"] == "1")
+        #expect(
+            warnings.count == 1 && warnings.first?.metadata["key"] == "b" && warnings.first?.metadata["error"] == "declined"
+                && warnings.first?.metadata["attempt"] == "1")
         #expect(errors.count == 1 && errors.first?.message == "durable timer parked as failed" && errors.first?.metadata["key"] == "b")
 
         // A failure the runner meets on its own is counted by its case and logged.

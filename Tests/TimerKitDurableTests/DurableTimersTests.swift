@@ -1,14 +1,17 @@
 import Foundation
 import Testing
+import TimerKitTesting
+
 @testable import TimerKit
 @testable import TimerKitDurable
-import TimerKitTesting
 
 /// Durable timers on a virtual clock and a real SQLite file: exact, deadline by deadline.
 @Suite("Durable timers")
 struct DurableTimersTests {
     /// A runner on `database`, with a "note" handler that records what it sees.
-    func runner(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options = exactOptions()) async throws -> DurableTimers {
+    func runner(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options = exactOptions()) async throws
+        -> DurableTimers
+    {
         let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: options)
         try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
         return timers
@@ -72,7 +75,9 @@ struct DurableTimersTests {
         await second.shutdown()
     }
 
-    @Test("C5 after downtime, per timer: once fires one for all missed, skip fires none and counts them, all(max:) fires the latest max, within(window) the recent ones")
+    @Test(
+        "C5 after downtime, per timer: once fires one for all missed, skip fires none and counts them, all(max:) fires the latest max, within(window) the recent ones"
+    )
     func misfireAfterDowntime() async throws {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
@@ -134,7 +139,9 @@ struct DurableTimersTests {
     /// (`TIMERKIT_DURABLE_OVERDUE=100000`), about 40 s in a debug build.
     static let overdueCount = ProcessInfo.processInfo.environment["TIMERKIT_DURABLE_OVERDUE"].flatMap(Int.init) ?? 10_000
 
-    @Test("Restart after downtime with 10,000 overdue timers (100,000 in CI's own step): each policy applied, the catch-up spread over count ÷ catchUpRate, none lost")
+    @Test(
+        "Restart after downtime with 10,000 overdue timers (100,000 in CI's own step): each policy applied, the catch-up spread over count ÷ catchUpRate, none lost"
+    )
     func manyOverdue() async throws {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
@@ -148,7 +155,8 @@ struct DurableTimersTests {
         // One-shots under .once, and under .within(1 min): a day of downtime is past that window.
         #expect(try await first.schedule((0..<count / 2).map { (key: "once/\($0)", at: at(1), payload: Note(text: "once")) }, handler: "note") == count / 2)
         #expect(
-            try await first.schedule((0..<count / 2).map { (key: "within/\($0)", at: at(1), payload: Note(text: "within")) }, handler: "note", misfire: .within(.seconds(60)))
+            try await first.schedule(
+                (0..<count / 2).map { (key: "within/\($0)", at: at(1), payload: Note(text: "within")) }, handler: "note", misfire: .within(.seconds(60)))
                 == count / 2)
         await first.shutdown()
         await virtual.advance(by: .seconds(86_400))
@@ -165,7 +173,9 @@ struct DurableTimersTests {
         await second.shutdown()
     }
 
-    @Test("At least once: a handler that throws is retried with a doubling delay and the same idempotency key, then parked as failed with its error; retry(key:) schedules it again")
+    @Test(
+        "At least once: a handler that throws is retried with a doubling delay and the same idempotency key, then parked as failed with its error; retry(key:) schedules it again"
+    )
     func retriesThenParks() async throws {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
@@ -243,7 +253,10 @@ struct DurableTimersTests {
         try await timers.schedule(key: "k", at: at(10), handler: "note", payload: Note(text: "x"))
         // Another runner claimed it at 10 s and died without finishing.
         await virtual.advance(by: .seconds(10))
-        let claimed = try #require(try await timers.store.claim(namespace: "default", key: "k", owner: "dead", now: epoch + 10_000_000_000, leaseUntil: epoch + 40_000_000_000, early: false).record)
+        let claimed = try #require(
+            try await timers.store.claim(
+                namespace: "default", key: "k", owner: "dead", now: epoch + 10_000_000_000, leaseUntil: epoch + 40_000_000_000, early: false
+            ).record)
         #expect(try await timers.timer(key: "k")?.state == .running)
         await timers.start()
         await virtual.advance(by: .seconds(29))
@@ -256,7 +269,9 @@ struct DurableTimersTests {
         await timers.shutdown()
     }
 
-    @Test("A long handler keeps its claim: the lease is renewed every third of it while the handler runs, so no other runner can take the occurrence; it completes once")
+    @Test(
+        "A long handler keeps its claim: the lease is renewed every third of it while the handler runs, so no other runner can take the occurrence; it completes once"
+    )
     func longHandlerRenewsItsLease() async throws {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()
@@ -299,7 +314,9 @@ struct DurableTimersTests {
         #expect(try await timers.count() == 2)
     }
 
-    @Test("Schedule by key: replace, keep and fail under a key in use; cancel says what it found; reschedule and postpone move the next occurrence; fire(key:) runs it now, a one-shot then ends")
+    @Test(
+        "Schedule by key: replace, keep and fail under a key in use; cancel says what it found; reschedule and postpone move the next occurrence; fire(key:) runs it now, a one-shot then ends"
+    )
     func keys() async throws {
         let database = try TemporaryDatabase()
         let virtual = makeVirtualClock()

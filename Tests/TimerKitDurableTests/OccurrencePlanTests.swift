@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TimerKitDurable
 
 /// The misfire policies (C5's vocabulary, for downtime), occurrence by occurrence: a pure function
@@ -18,15 +19,27 @@ struct OccurrencePlanTests {
     @Test("C4, C5: once — after 35 s down, a 10 s timer fires once for the 4 occurrences from its first missed one, then continues on its grid")
     func once() {
         let plan = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .once), now: 135 * second, grace: second)
-        #expect(plan == OccurrencePlan(fires: true, scheduledDeadline: 100 * second, deadlineCount: 4, skippedCount: 0, next: .advance(due: 140 * second, skipped: 0, fired: true)))
+        #expect(
+            plan
+                == OccurrencePlan(
+                    fires: true, scheduledDeadline: 100 * second, deadlineCount: 4, skippedCount: 0, next: .advance(due: 140 * second, skipped: 0, fired: true))
+        )
     }
 
     @Test("C5: skip — missed occurrences get no fire and are counted in the next; one reached within the grace fires")
     func skip() {
         let late = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .skip), now: 135 * second, grace: second)
-        #expect(late == OccurrencePlan(fires: false, scheduledDeadline: 130 * second, deadlineCount: 0, skippedCount: 0, next: .advance(due: 140 * second, skipped: 4, fired: false)))
+        #expect(
+            late
+                == OccurrencePlan(
+                    fires: false, scheduledDeadline: 130 * second, deadlineCount: 0, skippedCount: 0,
+                    next: .advance(due: 140 * second, skipped: 4, fired: false)))
         let next = OccurrencePlan.make(record(every: 10 * second, due: 140 * second, misfire: .skip, skipped: 4), now: 140 * second + 5_000_000, grace: second)
-        #expect(next == OccurrencePlan(fires: true, scheduledDeadline: 140 * second, deadlineCount: 1, skippedCount: 4, next: .advance(due: 150 * second, skipped: 0, fired: true)))
+        #expect(
+            next
+                == OccurrencePlan(
+                    fires: true, scheduledDeadline: 140 * second, deadlineCount: 1, skippedCount: 4, next: .advance(due: 150 * second, skipped: 0, fired: true))
+        )
         let withinGrace = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .skip), now: 130 * second + second / 2, grace: second)
         #expect(withinGrace.fires && withinGrace.scheduledDeadline == 130 * second && withinGrace.skippedCount == 3)
         let oneShot = OccurrencePlan.make(record(every: nil, due: 100 * second, misfire: .skip), now: 135 * second, grace: second)
@@ -36,25 +49,43 @@ struct OccurrencePlanTests {
     @Test("C5: all(max:) — one fire per missed occurrence, the latest max of them; the older ones are counted as skipped")
     func all() {
         let first = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .all(max: 2)), now: 135 * second, grace: second)
-        #expect(first == OccurrencePlan(fires: true, scheduledDeadline: 120 * second, deadlineCount: 1, skippedCount: 2, next: .advance(due: 130 * second, skipped: 0, fired: true)))
-        let second_ = OccurrencePlan.make(record(every: 10 * second, due: 130 * second, misfire: .all(max: 2)), now: 135 * second, grace: second)
-        #expect(second_ == OccurrencePlan(fires: true, scheduledDeadline: 130 * second, deadlineCount: 1, skippedCount: 0, next: .advance(due: 140 * second, skipped: 0, fired: true)))
+        #expect(
+            first
+                == OccurrencePlan(
+                    fires: true, scheduledDeadline: 120 * second, deadlineCount: 1, skippedCount: 2, next: .advance(due: 130 * second, skipped: 0, fired: true))
+        )
+        let secondRun = OccurrencePlan.make(record(every: 10 * second, due: 130 * second, misfire: .all(max: 2)), now: 135 * second, grace: second)
+        #expect(
+            secondRun
+                == OccurrencePlan(
+                    fires: true, scheduledDeadline: 130 * second, deadlineCount: 1, skippedCount: 0, next: .advance(due: 140 * second, skipped: 0, fired: true))
+        )
     }
 
-    @Test("C5: within(window) — the occurrences missed by at most the window are coalesced into one fire; older ones are skipped; a one-shot past it is removed")
+    @Test(
+        "C5: within(window) — the occurrences missed by at most the window are coalesced into one fire; older ones are skipped; a one-shot past it is removed")
     func within() {
         let plan = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .within(.seconds(12))), now: 135 * second, grace: second)
-        #expect(plan == OccurrencePlan(fires: true, scheduledDeadline: 130 * second, deadlineCount: 1, skippedCount: 3, next: .advance(due: 140 * second, skipped: 0, fired: true)))
+        #expect(
+            plan
+                == OccurrencePlan(
+                    fires: true, scheduledDeadline: 130 * second, deadlineCount: 1, skippedCount: 3, next: .advance(due: 140 * second, skipped: 0, fired: true))
+        )
         let wider = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .within(.seconds(20))), now: 135 * second, grace: second)
         #expect(wider.scheduledDeadline == 120 * second && wider.deadlineCount == 2 && wider.skippedCount == 2)
         let none = OccurrencePlan.make(record(every: 10 * second, due: 100 * second, misfire: .within(.seconds(2))), now: 135 * second, grace: second)
-        #expect(none == OccurrencePlan(fires: false, scheduledDeadline: 130 * second, deadlineCount: 0, skippedCount: 0, next: .advance(due: 140 * second, skipped: 4, fired: false)))
+        #expect(
+            none
+                == OccurrencePlan(
+                    fires: false, scheduledDeadline: 130 * second, deadlineCount: 0, skippedCount: 0,
+                    next: .advance(due: 140 * second, skipped: 4, fired: false)))
         let oneShot = OccurrencePlan.make(record(every: nil, due: 100 * second, misfire: .within(.seconds(2))), now: 135 * second, grace: second)
         #expect(!oneShot.fires && oneShot.next == .delete)
     }
 
-    @Test("C5: under every policy, a 7 s timer's fires account for each occurrence exactly once through deadlineCount + skippedDeadlineCount, across random downtimes",
-          arguments: [MisfirePolicy.once, .skip, .all(max: 3), .within(.seconds(20))])
+    @Test(
+        "C5: under every policy, a 7 s timer's fires account for each occurrence exactly once through deadlineCount + skippedDeadlineCount, across random downtimes",
+        arguments: [MisfirePolicy.once, .skip, .all(max: 3), .within(.seconds(20))])
     func occurrencesAddUp(policy: MisfirePolicy) {
         var generator = SeededRandom(seed: 17)
         var stored = record(every: 7 * second, due: 7 * second, misfire: policy)
@@ -79,6 +110,9 @@ struct OccurrencePlanTests {
     func manual() {
         #expect(OccurrencePlan.manual(record(every: nil, due: 100 * second, misfire: .once), now: 5).next == .delete)
         let repeating = OccurrencePlan.manual(record(every: second, due: 100 * second, misfire: .once), now: 5)
-        #expect(repeating == OccurrencePlan(fires: true, scheduledDeadline: 5, deadlineCount: 0, skippedCount: 0, next: .advance(due: 100 * second, skipped: 0, fired: true)))
+        #expect(
+            repeating
+                == OccurrencePlan(
+                    fires: true, scheduledDeadline: 5, deadlineCount: 0, skippedCount: 0, next: .advance(due: 100 * second, skipped: 0, fired: true)))
     }
 }

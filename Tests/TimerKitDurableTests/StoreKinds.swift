@@ -1,7 +1,9 @@
 import Foundation
 import Testing
+
 @testable import TimerKit
 @testable import TimerKitDurable
+
 #if canImport(TimerKitPostgres)
 @testable import TimerKitPostgres
 import PostgresNIO

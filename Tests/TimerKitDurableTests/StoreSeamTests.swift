@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import TimerKit
 @testable import TimerKitDurable
 
@@ -9,12 +10,16 @@ import Testing
 struct StoreSeamTests {
     let second: Int64 = 1_000_000_000
 
-    func record(_ namespace: String, _ key: String, due: Int64, handler: String = "note", recurrence: DurableTimerRecord.Recurrence = .none) -> DurableTimerRecord {
+    func record(_ namespace: String, _ key: String, due: Int64, handler: String = "note", recurrence: DurableTimerRecord.Recurrence = .none)
+        -> DurableTimerRecord
+    {
         DurableTimerRecord(
             namespace: namespace, key: key, handler: handler, payload: Data(#"{"text":"\#(key)"}"#.utf8), recurrence: recurrence, misfire: .once, due: due)
     }
 
-    @Test("put under a key in use: replace gives a new sequence, keep stores nothing, fail throws keyInUse; putAll counts what it stored", arguments: StoreKind.allCases)
+    @Test(
+        "put under a key in use: replace gives a new sequence, keep stores nothing, fail throws keyInUse; putAll counts what it stored",
+        arguments: StoreKind.allCases)
     func conflicts(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
         let (store, ns) = try await kind.makeStore(file: file)
@@ -34,61 +39,84 @@ struct StoreSeamTests {
         await store.close()
     }
 
-    @Test("A claim takes a ready timer once: a second claim finds it held until the lease's end, an early (manual) claim too; a missing or parked timer is gone", arguments: StoreKind.allCases)
+    @Test(
+        "A claim takes a ready timer once: a second claim finds it held until the lease's end, an early (manual) claim too; a missing or parked timer is gone",
+        arguments: StoreKind.allCases)
     func claims(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
         let (store, ns) = try await kind.makeStore(file: file)
         _ = try await store.put(record(ns, "k", due: epoch + 10 * second), conflict: .fail)
         let early = try await store.claim(namespace: ns, key: "k", owner: "a", now: epoch + 9 * second, leaseUntil: epoch + 39 * second, early: false)
-        guard case .notReady(let readyAt) = early else { Issue.record("claimed before due: \(early)"); return }
+        guard case .notReady(let readyAt) = early else {
+            Issue.record("claimed before due: \(early)")
+            return
+        }
         #expect(readyAt == epoch + 10 * second)
         let claimed = try #require(
             try await store.claim(namespace: ns, key: "k", owner: "a", now: epoch + 10 * second, leaseUntil: epoch + 40 * second, early: false).record)
         #expect(claimed.owner == "a" && claimed.attempts == 1 && claimed.leaseUntil == epoch + 40 * second && claimed.readyAt == epoch + 40 * second)
         for manual in [false, true] {
             let again = try await store.claim(namespace: ns, key: "k", owner: "b", now: epoch + 20 * second, leaseUntil: epoch + 50 * second, early: manual)
-            guard case .notReady(let until) = again else { Issue.record("claimed twice: \(again)"); return }
+            guard case .notReady(let until) = again else {
+                Issue.record("claimed twice: \(again)")
+                return
+            }
             #expect(until == epoch + 40 * second)
         }
         let afterLease = try #require(
             try await store.claim(namespace: ns, key: "k", owner: "b", now: epoch + 40 * second, leaseUntil: epoch + 70 * second, early: false).record)
         #expect(afterLease.owner == "b" && afterLease.attempts == 2 && afterLease.sequence == claimed.sequence, "the same occurrence, attempt 2")
-        if case .gone = try await store.claim(namespace: ns, key: "none", owner: "a", now: epoch, leaseUntil: epoch + second, early: true) {} else {
+        if case .gone = try await store.claim(namespace: ns, key: "none", owner: "a", now: epoch, leaseUntil: epoch + second, early: true) {
+        } else {
             Issue.record("a missing timer is not gone")
         }
         #expect(try await store.finish(namespace: ns, key: "k", owner: "b", sequence: afterLease.sequence, outcome: .park(error: "boom")))
-        if case .gone = try await store.claim(namespace: ns, key: "k", owner: "a", now: epoch + 99 * second, leaseUntil: epoch + 100 * second, early: true) {} else {
+        if case .gone = try await store.claim(namespace: ns, key: "k", owner: "a", now: epoch + 99 * second, leaseUntil: epoch + 100 * second, early: true) {
+        } else {
             Issue.record("a parked timer is not gone")
         }
         #expect(try await store.record(namespace: ns, key: "k").map { ($0.isParked, $0.lastError, $0.owner) } ?? (false, nil, "x") == (true, "boom", nil))
         await store.close()
     }
 
-    @Test("finish, renew and release are fenced by owner and sequence: an expired claim's runner changes nothing; each outcome writes what it says", arguments: StoreKind.allCases)
+    @Test(
+        "finish, renew and release are fenced by owner and sequence: an expired claim's runner changes nothing; each outcome writes what it says",
+        arguments: StoreKind.allCases)
     func fencing(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
         let (store, ns) = try await kind.makeStore(file: file)
         _ = try await store.put(record(ns, "r", due: epoch + 10 * second, recurrence: .interval(10 * second)), conflict: .fail)
-        let old = try #require(try await store.claim(namespace: ns, key: "r", owner: "old", now: epoch + 10 * second, leaseUntil: epoch + 11 * second, early: false).record)
-        let new = try #require(try await store.claim(namespace: ns, key: "r", owner: "new", now: epoch + 11 * second, leaseUntil: epoch + 41 * second, early: false).record)
+        let old = try #require(
+            try await store.claim(namespace: ns, key: "r", owner: "old", now: epoch + 10 * second, leaseUntil: epoch + 11 * second, early: false).record)
+        let new = try #require(
+            try await store.claim(namespace: ns, key: "r", owner: "new", now: epoch + 11 * second, leaseUntil: epoch + 41 * second, early: false).record)
         #expect(try await !store.renew(namespace: ns, key: "r", owner: "old", sequence: old.sequence, leaseUntil: epoch + 99 * second))
         #expect(try await !store.release(namespace: ns, key: "r", owner: "old", sequence: old.sequence, readyAt: epoch))
         #expect(try await !store.finish(namespace: ns, key: "r", owner: "old", sequence: old.sequence, outcome: .delete))
         #expect(try await store.renew(namespace: ns, key: "r", owner: "new", sequence: new.sequence, leaseUntil: epoch + 45 * second))
         #expect(try await store.record(namespace: ns, key: "r")?.leaseUntil == epoch + 45 * second)
-        #expect(try await store.finish(namespace: ns, key: "r", owner: "new", sequence: new.sequence, outcome: .advance(due: epoch + 20 * second, skipped: 0, fired: true)))
+        #expect(
+            try await store.finish(
+                namespace: ns, key: "r", owner: "new", sequence: new.sequence, outcome: .advance(due: epoch + 20 * second, skipped: 0, fired: true)))
         let advanced = try #require(try await store.record(namespace: ns, key: "r"))
         #expect(advanced.due == epoch + 20 * second && advanced.readyAt == epoch + 20 * second && advanced.fireCount == 1 && advanced.attempts == 0)
         #expect(advanced.owner == nil && advanced.sequence != new.sequence)
-        #expect(try await !store.finish(namespace: ns, key: "r", owner: "new", sequence: new.sequence, outcome: .delete), "a finished occurrence cannot finish twice")
-        let third = try #require(try await store.claim(namespace: ns, key: "r", owner: "x", now: epoch + 20 * second, leaseUntil: epoch + 50 * second, early: false).record)
-        #expect(try await store.finish(namespace: ns, key: "r", owner: "x", sequence: third.sequence, outcome: .retry(readyAt: epoch + 25 * second, error: "later")))
+        #expect(
+            try await !store.finish(namespace: ns, key: "r", owner: "new", sequence: new.sequence, outcome: .delete),
+            "a finished occurrence cannot finish twice")
+        let third = try #require(
+            try await store.claim(namespace: ns, key: "r", owner: "x", now: epoch + 20 * second, leaseUntil: epoch + 50 * second, early: false).record)
+        #expect(
+            try await store.finish(namespace: ns, key: "r", owner: "x", sequence: third.sequence, outcome: .retry(readyAt: epoch + 25 * second, error: "later"))
+        )
         let retried = try #require(try await store.record(namespace: ns, key: "r"))
         #expect(retried.readyAt == epoch + 25 * second && retried.attempts == 1 && retried.lastError == "later" && retried.sequence == third.sequence)
-        let fourth = try #require(try await store.claim(namespace: ns, key: "r", owner: "y", now: epoch + 25 * second, leaseUntil: epoch + 55 * second, early: false).record)
+        let fourth = try #require(
+            try await store.claim(namespace: ns, key: "r", owner: "y", now: epoch + 25 * second, leaseUntil: epoch + 55 * second, early: false).record)
         #expect(try await store.release(namespace: ns, key: "r", owner: "y", sequence: fourth.sequence, readyAt: epoch + 26 * second))
         #expect(try await store.record(namespace: ns, key: "r").map { ($0.attempts, $0.owner, $0.readyAt) } ?? (0, "?", 0) == (1, nil, epoch + 26 * second))
-        let fifth = try #require(try await store.claim(namespace: ns, key: "r", owner: "z", now: epoch + 26 * second, leaseUntil: epoch + 56 * second, early: false).record)
+        let fifth = try #require(
+            try await store.claim(namespace: ns, key: "r", owner: "z", now: epoch + 26 * second, leaseUntil: epoch + 56 * second, early: false).record)
         #expect(try await store.finish(namespace: ns, key: "r", owner: "z", sequence: fifth.sequence, outcome: .delete))
         #expect(try await store.record(namespace: ns, key: "r") == nil)
         await store.close()
@@ -99,27 +127,36 @@ struct StoreSeamTests {
         let file = try TemporaryDatabase()
         let (store, ns) = try await kind.makeStore(file: file)
         for key in ["a", "b", "c", "d"] { _ = try await store.put(record(ns, key, due: epoch + 10 * second), conflict: .fail) }
-        let claimed = try await store.claim(namespace: ns, keys: ["a", "b", "c"], owner: "me", now: epoch + 10 * second, leaseUntil: epoch + 40 * second).claimed
+        let claimed = try await store.claim(namespace: ns, keys: ["a", "b", "c"], owner: "me", now: epoch + 10 * second, leaseUntil: epoch + 40 * second)
+            .claimed
         let sequences = Dictionary(uniqueKeysWithValues: claimed.map { ($0.key, $0.sequence) })
         #expect(sequences.count == 3)
-        let other = try #require(try await store.claim(namespace: ns, key: "d", owner: "other", now: epoch + 10 * second, leaseUntil: epoch + 40 * second, early: false).record)
-        let removed = try await store.finishAll(namespace: ns, owner: "me", completed: [
-            DurableCompletion(key: "a", sequence: sequences["a"]!),
-            DurableCompletion(key: "b", sequence: sequences["b"]! + 1_000),  // a sequence it no longer holds
-            DurableCompletion(key: "d", sequence: other.sequence),  // held by another owner
-            DurableCompletion(key: "none", sequence: 1),
-        ])
+        let other = try #require(
+            try await store.claim(namespace: ns, key: "d", owner: "other", now: epoch + 10 * second, leaseUntil: epoch + 40 * second, early: false).record)
+        let removed = try await store.finishAll(
+            namespace: ns, owner: "me",
+            completed: [
+                DurableCompletion(key: "a", sequence: sequences["a"]!),
+                DurableCompletion(key: "b", sequence: sequences["b"]! + 1_000),  // a sequence it no longer holds
+                DurableCompletion(key: "d", sequence: other.sequence),  // held by another owner
+                DurableCompletion(key: "none", sequence: 1)
+            ])
         #expect(removed == ["a"])
         #expect(try await store.record(namespace: ns, key: "a") == nil)
         #expect(try await store.record(namespace: ns, key: "b") != nil)
         #expect(try await store.record(namespace: ns, key: "d") != nil)
         #expect(try await store.finishAll(namespace: ns, owner: "me", completed: []) == [])
-        #expect(try await store.finishAll(namespace: ns, owner: "me", completed: [DurableCompletion(key: "b", sequence: sequences["b"]!), DurableCompletion(key: "c", sequence: sequences["c"]!)]) == ["b", "c"])
+        #expect(
+            try await store.finishAll(
+                namespace: ns, owner: "me",
+                completed: [DurableCompletion(key: "b", sequence: sequences["b"]!), DurableCompletion(key: "c", sequence: sequences["c"]!)]) == ["b", "c"])
         #expect(try await store.count(namespace: ns) == 1)
         await store.close()
     }
 
-    @Test("move reschedules a timer no runner holds (a new sequence, a parked one active again) and refuses a held one; delete returns what it removed", arguments: StoreKind.allCases)
+    @Test(
+        "move reschedules a timer no runner holds (a new sequence, a parked one active again) and refuses a held one; delete returns what it removed",
+        arguments: StoreKind.allCases)
     func moves(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
         let (store, ns) = try await kind.makeStore(file: file)
@@ -135,7 +172,9 @@ struct StoreSeamTests {
         await store.close()
     }
 
-    @Test("ready() pages in (ready time, key) order from a cursor, only for the given handlers and not parked; orphans() lists the other handlers' timers; namespaces do not see each other", arguments: StoreKind.allCases)
+    @Test(
+        "ready() pages in (ready time, key) order from a cursor, only for the given handlers and not parked; orphans() lists the other handlers' timers; namespaces do not see each other",
+        arguments: StoreKind.allCases)
     func reading(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
         let (store, ns) = try await kind.makeStore(file: file)

@@ -1,7 +1,8 @@
 import Foundation
+import TimerKitTesting
+
 @testable import TimerKit
 @testable import TimerKitDurable
-import TimerKitTesting
 
 /// A fresh SQLite file in a temporary folder of its own, removed with the folder.
 final class TemporaryDatabase: Sendable {

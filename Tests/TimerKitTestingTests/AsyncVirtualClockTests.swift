@@ -72,7 +72,7 @@ struct AsyncVirtualClockTests {
                 try await Task.sleep(for: .seconds(seconds), clock: virtual)
                 log.append("\(name)@\(virtual.now.nanoseconds / 1_000_000_000)")
             }
-            await virtual.advance(by: .zero)    // each task reaches its sleep before the next starts
+            await virtual.advance(by: .zero)  // each task reaches its sleep before the next starts
         }
         #expect(virtual.sleepers.count == 5)
         await virtual.advance(by: .seconds(2))
@@ -176,7 +176,12 @@ struct AsyncVirtualClockTests {
         let readyAfter: Int
         init(readyAfter: Int) { self.readyAfter = readyAfter }
         var requests: Int { count.withLock { $0 } }
-        func isReady() async -> Bool { count.withLock { $0 += 1; return $0 >= readyAfter } }
+        func isReady() async -> Bool {
+            count.withLock {
+                $0 += 1
+                return $0 >= readyAfter
+            }
+        }
     }
 
     static func waitUntilReady(_ api: FakeAPI, every interval: Duration, clock: some Clock<Duration>) async throws {

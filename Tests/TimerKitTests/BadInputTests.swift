@@ -43,7 +43,9 @@ struct BadInputTests {
         #expect(throws: TimerError.durationOverflow) { try ScheduledTimer.once(at: .now, tolerance: huge, clock: clock.clock) { _, _ in } }
         #expect(throws: TimerError.durationOverflow) { try ScheduledTimer.once(at: .after(huge), clock: clock.clock) { _, _ in } }
         // Fits in nanoseconds, but now + delay does not.
-        #expect(throws: TimerError.durationOverflow) { try ScheduledTimer.once(at: .after(.nanoseconds(Int64.max)), clock: VirtualClock(start: .seconds(1)).clock) { _, _ in } }
+        #expect(throws: TimerError.durationOverflow) {
+            try ScheduledTimer.once(at: .after(.nanoseconds(Int64.max)), clock: VirtualClock(start: .seconds(1)).clock) { _, _ in }
+        }
     }
 
     @Test("C17: a burst limit below 1 is rejected")
@@ -116,7 +118,7 @@ struct BadInputTests {
     func errorsDescribeThemselves() {
         let errors: [TimerError] = [
             .nonPositiveInterval(.zero), .negativeTolerance(.seconds(-1)), .nonFiniteDuration, .durationOverflow,
-            .invalidBurstLimit(0), .clockMismatch(expected: .wall, got: .virtual), .timerInvalidated, .clockShutDown,
+            .invalidBurstLimit(0), .clockMismatch(expected: .wall, got: .virtual), .timerInvalidated, .clockShutDown
         ]
         let descriptions = errors.map(\.description)
         #expect(Set(descriptions).count == errors.count)
@@ -138,7 +140,8 @@ extension BadInputTests {
     func startOfTime() throws {
         let virtual = VirtualClock(start: .seconds(10))
         let fires = Recorder<TimerFire>()
-        let timer = try ScheduledTimer.repeating(every: .seconds(3), first: .at(TimerInstant(kind: .virtual, nanoseconds: .min)), clock: virtual.clock) { _, fire in
+        let timer = try ScheduledTimer.repeating(every: .seconds(3), first: .at(TimerInstant(kind: .virtual, nanoseconds: .min)), clock: virtual.clock) {
+            _, fire in
             fires.append(fire)
         }
         virtual.advance(by: .zero)

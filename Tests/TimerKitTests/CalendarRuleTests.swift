@@ -1,7 +1,7 @@
 import Foundation
 import Testing
-@testable import TimerKit
 
+@testable import TimerKit
 
 /// Calendar rules across daylight-saving transitions, in two zones.
 @Suite("Calendar rules")
@@ -22,23 +22,25 @@ struct CalendarRuleTests {
     func springForwardNewYork() async throws {
         let rule = try CalendarRule.daily(at: 2, 30, in: TimeZone(identifier: "America/New_York")!)
         // 2026-03-08: clocks jump from 02:00 EST to 03:00 EDT.
-        #expect(occurrences(rule, from: "2026-03-06T12:00:00Z", count: 4) == [
-            date("2026-03-07T07:30:00Z"),  // 02:30 EST
-            date("2026-03-08T07:30:00Z"),  // 03:30 EDT: 02:30 does not exist
-            date("2026-03-09T06:30:00Z"),  // 02:30 EDT
-            date("2026-03-10T06:30:00Z"),
-        ])
+        #expect(
+            occurrences(rule, from: "2026-03-06T12:00:00Z", count: 4) == [
+                date("2026-03-07T07:30:00Z"),  // 02:30 EST
+                date("2026-03-08T07:30:00Z"),  // 03:30 EDT: 02:30 does not exist
+                date("2026-03-09T06:30:00Z"),  // 02:30 EDT
+                date("2026-03-10T06:30:00Z")
+            ])
     }
 
     @Test("A daily 01:30 in New York occurs once on the fall-back day, at its first instance (EDT)")
     func fallBackNewYork() async throws {
         let rule = try CalendarRule.daily(at: 1, 30, in: TimeZone(identifier: "America/New_York")!)
         // 2026-11-01: clocks go back from 02:00 EDT to 01:00 EST; 01:30 happens twice.
-        #expect(occurrences(rule, from: "2026-10-31T00:00:00Z", count: 3) == [
-            date("2026-10-31T05:30:00Z"),  // 01:30 EDT
-            date("2026-11-01T05:30:00Z"),  // the first 01:30 (EDT), not the second (06:30Z, EST)
-            date("2026-11-02T06:30:00Z"),  // 01:30 EST
-        ])
+        #expect(
+            occurrences(rule, from: "2026-10-31T00:00:00Z", count: 3) == [
+                date("2026-10-31T05:30:00Z"),  // 01:30 EDT
+                date("2026-11-01T05:30:00Z"),  // the first 01:30 (EDT), not the second (06:30Z, EST)
+                date("2026-11-02T06:30:00Z")  // 01:30 EST
+            ])
     }
 
     @Test("Berlin: a daily 02:30 occurs once on both transition days (03:30 CEST in spring; the first 02:30, CEST, in autumn)")
@@ -53,9 +55,10 @@ struct CalendarRuleTests {
     func weekly() async throws {
         // Mondays (2) and Fridays (6) at 09:00 UTC, from Wednesday 2026-11-25.
         let rule = try CalendarRule.weekly(on: [2, 6], at: 9, in: TimeZone(identifier: "UTC")!)
-        #expect(occurrences(rule, from: "2026-11-25T12:00:00Z", count: 3) == [
-            date("2026-11-27T09:00:00Z"), date("2026-11-30T09:00:00Z"), date("2026-12-04T09:00:00Z"),
-        ])
+        #expect(
+            occurrences(rule, from: "2026-11-25T12:00:00Z", count: 3) == [
+                date("2026-11-27T09:00:00Z"), date("2026-11-30T09:00:00Z"), date("2026-12-04T09:00:00Z")
+            ])
     }
 
     @Test("C17: a rule with a field out of range, or no weekday, is refused with an error that names it")
@@ -79,7 +82,7 @@ struct CalendarRuleTests {
             ("weekdays 18:00", [2, 3, 4, 5, 6], 18, 0, 0, "Mon..Fri 18:00:00"),
             ("weekends 07:00", [1, 7], 7, 0, 0, "Sat,Sun 07:00:00"),
             ("monday,wednesday,friday 12:00", [2, 4, 6], 12, 0, 0, "Mon,Wed,Fri 12:00:00"),
-            ("mon..sun 00:00", nil, 0, 0, 0, "daily 00:00:00"),
+            ("mon..sun 00:00", nil, 0, 0, 0, "daily 00:00:00")
         ]
         for (text, weekdays, hour, minute, second, description) in cases {
             let rule = try CalendarRule(text, in: utc)
@@ -99,10 +102,13 @@ struct CalendarRuleTests {
             ("", "'' is not days and a time, as in 'mon..fri 09:00' or '18:30'"),
             ("mon fri 09:00", "'mon fri 09:00' is not days and a time, as in 'mon..fri 09:00' or '18:30'"),
             ("mon 9", "'9' is not a time of day: expected HH:MM or HH:MM:SS, as in 09:00"),
-            ("mon..fry 09:00", "unknown day 'fry' in 'mon..fry 09:00': use mon, tue, wed, thu, fri, sat, sun, ranges such as mon..fri, daily, weekdays or weekends"),
+            (
+                "mon..fry 09:00",
+                "unknown day 'fry' in 'mon..fry 09:00': use mon, tue, wed, thu, fri, sat, sun, ranges such as mon..fri, daily, weekdays or weekends"
+            ),
             ("mon,,fri 09:00", "'' in 'mon,,fri 09:00' is not a day or a range of days such as mon..fri"),
             ("daily 24:00", "hour 24 is not in 0–23"),
-            ("daily 09:60", "minute 60 is not in 0–59"),
+            ("daily 09:60", "minute 60 is not in 0–59")
         ]
         for (text, reason) in cases {
             #expect(throws: TimerError.invalidCalendarRule(reason), "\(text)") { try CalendarRule(text, in: utc) }
@@ -113,10 +119,11 @@ struct CalendarRuleTests {
     func textRuleAcrossDST() throws {
         let rule = try CalendarRule("mon..fri 09:00", in: TimeZone(identifier: "Europe/Berlin")!)
         // Friday 2026-10-23 to Tuesday 2026-10-27; clocks go back on Sunday 2026-10-25.
-        #expect(occurrences(rule, from: "2026-10-23T00:00:00Z", count: 3) == [
-            date("2026-10-23T07:00:00Z"),  // Fri 09:00 CEST
-            date("2026-10-26T08:00:00Z"),  // Mon 09:00 CET
-            date("2026-10-27T08:00:00Z"),
-        ])
+        #expect(
+            occurrences(rule, from: "2026-10-23T00:00:00Z", count: 3) == [
+                date("2026-10-23T07:00:00Z"),  // Fri 09:00 CEST
+                date("2026-10-26T08:00:00Z"),  // Mon 09:00 CET
+                date("2026-10-27T08:00:00Z")
+            ])
     }
 }

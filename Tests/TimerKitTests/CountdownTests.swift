@@ -166,9 +166,11 @@ struct CountdownTests {
         var screen: Screen? = Screen()
         let watchedScreen: WatchedObject
         watchedScreen = watchForLeaks(screen)
-        let countdown = try Countdown.start(to: .after(.seconds(10)), clock: virtual.clock, .bound(to: screen!) { screen, _, tick in
-            screen.ticks.append(tick.value)
-        })
+        let countdown = try Countdown.start(
+            to: .after(.seconds(10)), clock: virtual.clock,
+            .bound(to: screen!) { screen, _, tick in
+                screen.ticks.append(tick.value)
+            })
         virtual.advance(by: .seconds(2))
         #expect(screen?.ticks.all == [10, 9, 8])
         screen = nil

@@ -2,8 +2,9 @@ import CTimerKitShims
 import Dispatch
 import Foundation
 import Testing
-@testable import TimerKit
 import TimerKitTesting
+
+@testable import TimerKit
 
 /// The engine's drivers (C1, C2, C16): the kernel timer's arithmetic for Apple's kqueue, tested on
 /// every platform, and the dispatch driver's edges. The whole suite runs on each driver in CI
@@ -16,7 +17,9 @@ struct EngineDriverTests {
     /// silicon's 24 MHz (125/3), and two that round in every way and saturate.
     static let timebases: [(numer: UInt32, denom: UInt32)] = [(1, 1), (125, 3), (7, 13), (1, 1_000)]
 
-    @Test("C1: on Apple, the continuous clock's kqueue timer is on mach_continuous_time (counts sleep), the suspending clock's on mach_absolute_time; both absolute and uncoalesced")
+    @Test(
+        "C1: on Apple, the continuous clock's kqueue timer is on mach_continuous_time (counts sleep), the suspending clock's on mach_absolute_time; both absolute and uncoalesced"
+    )
     func kqueueTimerFlags() {
         let machTime = CTK_NOTE_MACHTIME | CTK_NOTE_ABSOLUTE | CTK_NOTE_CRITICAL
         let continuous = ctk_kevent_timer_for(0, 1_000_000_000, 125, 3)
@@ -62,7 +65,9 @@ struct EngineDriverTests {
 
     // MARK: The dispatch driver's edges
 
-    @Test("C1, C8: a wall clock on the dispatch driver keeps firing after the engine asks to be woken at once, and its shutdown ends the driver and frees the engine", .checksLeaks)
+    @Test(
+        "C1, C8: a wall clock on the dispatch driver keeps firing after the engine asks to be woken at once, and its shutdown ends the driver and frees the engine",
+        .checksLeaks)
     func dispatchWallClockWakesAtOnce() async throws {
         let watchedEngine: WatchedObject
         let fired = Counter()
@@ -87,7 +92,9 @@ struct EngineDriverTests {
         #expect(await eventually { watchedEngine.isReleased }, "the shutdown woke the driver, which ended and let the engine go")
     }
 
-    @Test("C17: the dispatch driver arms any deadline without overflow — a continuous one a century ahead, a wall one past 2038 — and a deadline that has come as now on every clock")
+    @Test(
+        "C17: the dispatch driver arms any deadline without overflow — a continuous one a century ahead, a wall one past 2038 — and a deadline that has come as now on every clock"
+    )
     func dispatchDeadlines() {
         for kind in [TimerClock.Kind.continuous, .suspending, .wall] {
             let now = SystemClock.now(kind)
@@ -109,7 +116,9 @@ struct EngineDriverTests {
 
     // MARK: Virtual time on the main thread
 
-    @Test("C15: advancing a virtual clock on the main actor runs its main-queue deliveries right there, never a sync onto the main queue from itself (which libdispatch traps)")
+    @Test(
+        "C15: advancing a virtual clock on the main actor runs its main-queue deliveries right there, never a sync onto the main queue from itself (which libdispatch traps)"
+    )
     @MainActor
     func virtualAdvanceOnTheMainThread() throws {
         // On the main queue; on Linux its blocks run on a thread other than the main thread once

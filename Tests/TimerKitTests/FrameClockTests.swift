@@ -31,7 +31,7 @@ struct FrameClockTests {
     func droppedFrames() throws {
         let (virtual, _, frames) = try frames(50)
         virtual.advance(by: .milliseconds(40))
-        virtual.jump(by: .milliseconds(110))     // frames 3…7 come while nothing can run
+        virtual.jump(by: .milliseconds(110))  // frames 3…7 come while nothing can run
         #expect(frames.all.map(\.index) == [1, 2, 7])
         let late = try #require(frames.all.last)
         #expect(late.droppedSinceLast == 4)
@@ -66,10 +66,12 @@ struct FrameClockTests {
         var view: View? = View()
         let watchedView: WatchedObject
         watchedView = watchForLeaks(view)
-        let clock = try FrameClock.start(framesPerSecond: 60, clock: virtual.clock, .bound(to: view!) { view, _, _ in
-            view.frames.increment()
-        })
-        virtual.advance(by: .milliseconds(101))    // frame 6 is at 100.000002 ms
+        let clock = try FrameClock.start(
+            framesPerSecond: 60, clock: virtual.clock,
+            .bound(to: view!) { view, _, _ in
+                view.frames.increment()
+            })
+        virtual.advance(by: .milliseconds(101))  // frame 6 is at 100.000002 ms
         #expect(view?.frames.current == 6)
         view = nil
         #expect(watchedView.isReleased)

@@ -1,217 +1,218 @@
 import Dispatch
 import Foundation
 import Testing
+
 @testable import TimerKit
 
 /// C8 against every interleaving: once `invalidate()` or `cancel()` has returned, no run begins;
 /// `invalidateAndWait()` and `cancelAndWait()` also wait for the run under way.
 extension RealTime {
-@Suite("Invalidation races")
-struct InvalidationRaceTests {
-    @Test("C8: while three threads call fire() in a loop, runs that the engine decided on before invalidate() returned on a fourth do not begin after it")
-    func noRunBeginsAfterInvalidateUnderAFireLoop() throws {
-        // Measured at the handler's entry, which is a few instructions after the atomic step at
-        // which a run begins: a thread preempted between the two can enter after invalidate()
-        // returned although its run had begun before (C8 allows a run under way to finish). Before
-        // the run gate, the engine decided under its lock and called the handler after letting the
-        // lock go, and 24–86 of 300 tries saw an entry after invalidate() returned on an idle
-        // machine; with it, 0–1 of 300 idle and about 3 under load. The exact property is tested on
-        // the gate itself below.
-        let tries = 300
-        let lateRuns = Counter()
-        let runs = Counter()
-        for _ in 0..<tries {
-            let returned = Flag()
-            let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in
-                // First thing on entry: the run began at the engine's atomic step just before.
-                if returned.isSet { lateRuns.increment() }
-                runs.increment()
+    @Suite("Invalidation races")
+    struct InvalidationRaceTests {
+        @Test("C8: while three threads call fire() in a loop, runs that the engine decided on before invalidate() returned on a fourth do not begin after it")
+        func noRunBeginsAfterInvalidateUnderAFireLoop() throws {
+            // Measured at the handler's entry, which is a few instructions after the atomic step at
+            // which a run begins: a thread preempted between the two can enter after invalidate()
+            // returned although its run had begun before (C8 allows a run under way to finish). Before
+            // the run gate, the engine decided under its lock and called the handler after letting the
+            // lock go, and 24–86 of 300 tries saw an entry after invalidate() returned on an idle
+            // machine; with it, 0–1 of 300 idle and about 3 under load. The exact property is tested on
+            // the gate itself below.
+            let tries = 300
+            let lateRuns = Counter()
+            let runs = Counter()
+            for _ in 0..<tries {
+                let returned = Flag()
+                let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in
+                    // First thing on entry: the run began at the engine's atomic step just before.
+                    if returned.isSet { lateRuns.increment() }
+                    runs.increment()
+                }
+                let stop = Flag()
+                let done = DispatchGroup()
+                for _ in 0..<3 {
+                    done.enter()
+                    Thread {
+                        while !stop.isSet { timer.fire() }
+                        done.leave()
+                    }.start()
+                }
+                // Invalidate while runs are being decided and begun on the other threads.
+                while timer.fireCount < 3 {}
+                timer.invalidate()
+                returned.set()
+                stop.set()
+                done.wait()
             }
-            let stop = Flag()
-            let done = DispatchGroup()
-            for _ in 0..<3 {
-                done.enter()
-                Thread {
-                    while !stop.isSet { timer.fire() }
-                    done.leave()
-                }.start()
+            #expect(runs.current >= 3 * tries)
+            #expect(lateRuns.current * 40 <= tries, "\(lateRuns.current) of \(tries) tries entered the handler after invalidate() had returned")
+        }
+
+        /// Decides a run requested by `fire()` with the engine's own steps — the machine's transition,
+        /// the store action, the delivery's decision under the lock — and stops there: the run is
+        /// decided but has not begun.
+        func decideManualRun(_ timer: ScheduledTimer) -> TimerEngine.DeliveryStep {
+            timer.engine.state.withLock { state in
+                let (accepted, action) = timer.machine.requestManualFire(isShutDown: state.isShutDown)
+                let holdsDelivery = timer.engine.carryOut(action, for: timer, &state)
+                #expect(accepted && holdsDelivery)
+                return timer.engine.nextDeliveryStep(timer, afterRuns: 0, &state)
             }
-            // Invalidate while runs are being decided and begun on the other threads.
-            while timer.fireCount < 3 {}
+        }
+
+        @Test("C8: invalidate() stops a run that the engine decided on but whose handler has not been called")
+        func invalidateStopsADecidedRun() throws {
+            let runs = Counter()
+            let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in runs.increment() }
+            // Decide a run as a delivery does, under the engine lock, then invalidate before it begins.
+            let step = decideManualRun(timer)
+            guard case .run = step else {
+                Issue.record("expected a run, got \(step)")
+                return
+            }
+            #expect(timer.fireCount == 1)
             timer.invalidate()
-            returned.set()
-            stop.set()
-            done.wait()
+            let began = timer.runGate.begin()
+            #expect(!began, "the decided run cannot begin once invalidate() has returned")
+            timer.engine.state.withLock { _ in timer.runGate.abandon() }
+            #expect(timer.fireCount == 0, "a run that never began is not counted")
+            #expect(runs.current == 0)
         }
-        #expect(runs.current >= 3 * tries)
-        #expect(lateRuns.current * 40 <= tries, "\(lateRuns.current) of \(tries) tries entered the handler after invalidate() had returned")
-    }
 
-    /// Decides a run requested by `fire()` with the engine's own steps — the machine's transition,
-    /// the store action, the delivery's decision under the lock — and stops there: the run is
-    /// decided but has not begun.
-    func decideManualRun(_ timer: ScheduledTimer) -> TimerEngine.DeliveryStep {
-        timer.engine.state.withLock { state in
-            let (accepted, action) = timer.machine.requestManualFire(isShutDown: state.isShutDown)
-            let holdsDelivery = timer.engine.carryOut(action, for: timer, &state)
-            #expect(accepted && holdsDelivery)
-            return timer.engine.nextDeliveryStep(timer, afterRuns: 0, &state)
-        }
-    }
-
-    @Test("C8: invalidate() stops a run that the engine decided on but whose handler has not been called")
-    func invalidateStopsADecidedRun() throws {
-        let runs = Counter()
-        let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in runs.increment() }
-        // Decide a run as a delivery does, under the engine lock, then invalidate before it begins.
-        let step = decideManualRun(timer)
-        guard case .run = step else {
-            Issue.record("expected a run, got \(step)")
-            return
-        }
-        #expect(timer.fireCount == 1)
-        timer.invalidate()
-        let began = timer.runGate.begin()
-        #expect(!began, "the decided run cannot begin once invalidate() has returned")
-        timer.engine.state.withLock { _ in timer.runGate.abandon() }
-        #expect(timer.fireCount == 0, "a run that never began is not counted")
-        #expect(runs.current == 0)
-    }
-
-    @Test("C8, C6: invalidate() stops a one-shot's final run that was decided but has not begun, although the one-shot already reads invalid")
-    func invalidateStopsADecidedFinalRun() throws {
-        let timer = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
-        let step = decideManualRun(timer)
-        guard case .runFinal = step else {
-            Issue.record("expected the final run, got \(step)")
-            return
-        }
-        #expect(!timer.isValid, "C6: invalid from the moment its fire was decided")
-        timer.invalidate()
-        let finalBegan = timer.runGate.begin()
-        #expect(!finalBegan)
-        // Without invalidate(), the decided run begins.
-        let other = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
-        _ = decideManualRun(other)
-        let otherBegan = other.runGate.begin()
-        #expect(otherBegan)
-        other.endRun()
-    }
-
-    @Test("C8: a callback whose cancel() returned false had begun its run; one whose cancel() returned true never runs")
-    func cancelRacesTheEngineThread() async throws {
-        let clock = TimerClock.dedicated(.continuous)
-        defer { clock.shutdown() }
-        let tries = 400
-        let lateRuns = Counter()
-        let cancelledButRan = Counter()
-        let cancelled = Counter()
-        let ran = Counter()
-        for index in 0..<tries {
-            let saidBegun = Flag()
-            let saidCancelled = Flag()
-            let deadline = clock.now + .microseconds(Int64(index % 40) * 10)
-            let callback = try clock.schedule(at: .at(deadline)) {
-                if saidBegun.isSet { lateRuns.increment() }
-                if saidCancelled.isSet { cancelledButRan.increment() }
-                ran.increment()
+        @Test("C8, C6: invalidate() stops a one-shot's final run that was decided but has not begun, although the one-shot already reads invalid")
+        func invalidateStopsADecidedFinalRun() throws {
+            let timer = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
+            let step = decideManualRun(timer)
+            guard case .runFinal = step else {
+                Issue.record("expected the final run, got \(step)")
+                return
             }
-            // Cancel around the deadline, when the engine thread takes the callback out.
-            while clock.now < deadline {}
-            if callback.cancel() {
-                saidCancelled.set()
-                cancelled.increment()
-            } else {
-                saidBegun.set()
+            #expect(!timer.isValid, "C6: invalid from the moment its fire was decided")
+            timer.invalidate()
+            let finalBegan = timer.runGate.begin()
+            #expect(!finalBegan)
+            // Without invalidate(), the decided run begins.
+            let other = try ScheduledTimer.once(at: .after(.seconds(3_600))) { _, _ in }
+            _ = decideManualRun(other)
+            let otherBegan = other.runGate.begin()
+            #expect(otherBegan)
+            other.endRun()
+        }
+
+        @Test("C8: a callback whose cancel() returned false had begun its run; one whose cancel() returned true never runs")
+        func cancelRacesTheEngineThread() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let tries = 400
+            let lateRuns = Counter()
+            let cancelledButRan = Counter()
+            let cancelled = Counter()
+            let ran = Counter()
+            for index in 0..<tries {
+                let saidBegun = Flag()
+                let saidCancelled = Flag()
+                let deadline = clock.now + .microseconds(Int64(index % 40) * 10)
+                let callback = try clock.schedule(at: .at(deadline)) {
+                    if saidBegun.isSet { lateRuns.increment() }
+                    if saidCancelled.isSet { cancelledButRan.increment() }
+                    ran.increment()
+                }
+                // Cancel around the deadline, when the engine thread takes the callback out.
+                while clock.now < deadline {}
+                if callback.cancel() {
+                    saidCancelled.set()
+                    cancelled.increment()
+                } else {
+                    saidBegun.set()
+                }
+                _ = await callback.cancelAndWait()
             }
-            _ = await callback.cancelAndWait()
+            #expect(cancelled.current + ran.current == tries, "each callback ran once or was cancelled, never both")
+            #expect(cancelledButRan.current == 0)
+            // Measured at the closure's entry, a few instructions after the atomic step at which the
+            // run begins (see the fire-loop test above).
+            #expect(lateRuns.current * 40 <= tries, "\(lateRuns.current) of \(tries) entries after cancel() said the run had begun")
         }
-        #expect(cancelled.current + ran.current == tries, "each callback ran once or was cancelled, never both")
-        #expect(cancelledButRan.current == 0)
-        // Measured at the closure's entry, a few instructions after the atomic step at which the
-        // run begins (see the fire-loop test above).
-        #expect(lateRuns.current * 40 <= tries, "\(lateRuns.current) of \(tries) entries after cancel() said the run had begun")
-    }
 
-    @Test("C8: cancel() stops a due callback that waits for its busy queue; it never runs")
-    func cancelStopsACallbackWaitingForItsQueue() async throws {
-        let queue = DispatchQueue(label: "busy")
-        let release = DispatchSemaphore(value: 0)
-        let blocking = Flag()
-        queue.async {
-            blocking.set()
-            release.wait()
+        @Test("C8: cancel() stops a due callback that waits for its busy queue; it never runs")
+        func cancelStopsACallbackWaitingForItsQueue() async throws {
+            let queue = DispatchQueue(label: "busy")
+            let release = DispatchSemaphore(value: 0)
+            let blocking = Flag()
+            queue.async {
+                blocking.set()
+                release.wait()
+            }
+            #expect(await eventually { blocking.isSet })
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let ran = Counter()
+            let callback = try clock.schedule(at: .now, delivery: .queue(queue)) { ran.increment() }
+            // Due at once: the engine takes it out of its store and hands it to the busy queue.
+            #expect(await eventually { clock.pendingTimerCount == 0 })
+            #expect(callback.isPending, "due and waiting for its queue, its run has not begun")
+            #expect(callback.cancel())
+            #expect(!callback.isPending)
+            release.signal()
+            queue.sync {}
+            #expect(ran.current == 0)
+            #expect(!callback.cancel(), "cancelled once")
         }
-        #expect(await eventually { blocking.isSet })
-        let clock = TimerClock.dedicated(.continuous)
-        defer { clock.shutdown() }
-        let ran = Counter()
-        let callback = try clock.schedule(at: .now, delivery: .queue(queue)) { ran.increment() }
-        // Due at once: the engine takes it out of its store and hands it to the busy queue.
-        #expect(await eventually { clock.pendingTimerCount == 0 })
-        #expect(callback.isPending, "due and waiting for its queue, its run has not begun")
-        #expect(callback.cancel())
-        #expect(!callback.isPending)
-        release.signal()
-        queue.sync {}
-        #expect(ran.current == 0)
-        #expect(!callback.cancel(), "cancelled once")
-    }
 
-    @Test("C8: invalidateAndWait() returns only once the run under way has returned, and at once when none is")
-    func invalidateAndWaitWaitsForTheRunUnderWay() async throws {
-        let started = Counter()
-        let finished = Counter()
-        let release = DispatchSemaphore(value: 0)
-        // A handler that blocks belongs on a queue of its own (see DeliveryTests).
-        let timer = try ScheduledTimer.repeating(every: .milliseconds(5), delivery: .queue(DispatchQueue(label: "blocking"))) { _, _ in
-            started.increment()
-            release.wait()
-            finished.increment()
-        }
-        #expect(await eventually { started.current == 1 })
-        let returned = Flag()
-        let waiter = Task { () -> Int in
+        @Test("C8: invalidateAndWait() returns only once the run under way has returned, and at once when none is")
+        func invalidateAndWaitWaitsForTheRunUnderWay() async throws {
+            let started = Counter()
+            let finished = Counter()
+            let release = DispatchSemaphore(value: 0)
+            // A handler that blocks belongs on a queue of its own (see DeliveryTests).
+            let timer = try ScheduledTimer.repeating(every: .milliseconds(5), delivery: .queue(DispatchQueue(label: "blocking"))) { _, _ in
+                started.increment()
+                release.wait()
+                finished.increment()
+            }
+            #expect(await eventually { started.current == 1 })
+            let returned = Flag()
+            let waiter = Task { () -> Int in
+                await timer.invalidateAndWait()
+                returned.set()
+                return finished.current
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(!returned.isSet, "the run under way has not returned")
+            #expect(!timer.isValid)
+            release.signal()
+            #expect(await waiter.value == 1, "it returned after the run had finished")
             await timer.invalidateAndWait()
-            returned.set()
-            return finished.current
+            #expect(started.current == 1)
         }
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(!returned.isSet, "the run under way has not returned")
-        #expect(!timer.isValid)
-        release.signal()
-        #expect(await waiter.value == 1, "it returned after the run had finished")
-        await timer.invalidateAndWait()
-        #expect(started.current == 1)
-    }
 
-    @Test("C8: cancelAndWait() cancels a callback whose run has not begun, and waits for one under way")
-    func cancelAndWaitWaitsForTheRunUnderWay() async throws {
-        let queue = DispatchQueue(label: "blocking")
-        let started = Counter()
-        let finished = Counter()
-        let release = DispatchSemaphore(value: 0)
-        let running = try TimerClock.continuous.schedule(at: .now, delivery: .queue(queue)) {
-            started.increment()
-            release.wait()
-            finished.increment()
+        @Test("C8: cancelAndWait() cancels a callback whose run has not begun, and waits for one under way")
+        func cancelAndWaitWaitsForTheRunUnderWay() async throws {
+            let queue = DispatchQueue(label: "blocking")
+            let started = Counter()
+            let finished = Counter()
+            let release = DispatchSemaphore(value: 0)
+            let running = try TimerClock.continuous.schedule(at: .now, delivery: .queue(queue)) {
+                started.increment()
+                release.wait()
+                finished.increment()
+            }
+            let behind = try TimerClock.continuous.schedule(at: .now, delivery: .queue(queue)) { started.increment() }
+            #expect(await eventually { started.current == 1 })
+            #expect(await behind.cancelAndWait(), "due but not begun: cancelled at once")
+            let returned = Flag()
+            let waiter = Task { () -> (Bool, Int) in
+                let cancelled = await running.cancelAndWait()
+                returned.set()
+                return (cancelled, finished.current)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(!returned.isSet, "the run under way has not returned")
+            release.signal()
+            let (cancelled, finishedWhenReturned) = await waiter.value
+            #expect(!cancelled && finishedWhenReturned == 1)
+            queue.sync {}
+            #expect(started.current == 1)
         }
-        let behind = try TimerClock.continuous.schedule(at: .now, delivery: .queue(queue)) { started.increment() }
-        #expect(await eventually { started.current == 1 })
-        #expect(await behind.cancelAndWait(), "due but not begun: cancelled at once")
-        let returned = Flag()
-        let waiter = Task { () -> (Bool, Int) in
-            let cancelled = await running.cancelAndWait()
-            returned.set()
-            return (cancelled, finished.current)
-        }
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(!returned.isSet, "the run under way has not returned")
-        release.signal()
-        let (cancelled, finishedWhenReturned) = await waiter.value
-        #expect(!cancelled && finishedWhenReturned == 1)
-        queue.sync {}
-        #expect(started.current == 1)
     }
-}
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TimerKit
 
 /// The tests' one leak check (C8, C11, C12): `@Test(.checksLeaks)` makes every object the test

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 import Testing
-@testable import TimerKit
 import TimerKitTesting
+
+@testable import TimerKit
 
 /// C6–C10 on the virtual clock.
 @Suite("Lifecycle")
@@ -52,7 +53,9 @@ struct LifecycleTests {
         #expect(fires.current == 1)
     }
 
-    @Test("C7: fire() with engine-thread delivery runs on the calling thread when no run is under way; during a run it returns at once and the running thread runs it next, with deadlineCount 0")
+    @Test(
+        "C7: fire() with engine-thread delivery runs on the calling thread when no run is under way; during a run it returns at once and the running thread runs it next, with deadlineCount 0"
+    )
     func whoRunsAManualFire() throws {
         let virtual = VirtualClock()
         let fires = Recorder<(count: Int, thread: UInt64)>()
@@ -238,7 +241,9 @@ struct LifecycleTests {
             switch state {
             case 0: break
             case 1: timer?.suspend()
-            case 2: timer?.suspend(); timer?.invalidate()
+            case 2:
+                timer?.suspend()
+                timer?.invalidate()
             default: virtual.advance(by: .seconds(1))
             }
             timer = nil
@@ -258,9 +263,10 @@ struct LifecycleTests {
         #expect(timer.nextDeadline == start + .milliseconds(1_700))
         #expect(timer.interval == .milliseconds(300))
         virtual.advance(to: start + .milliseconds(2_300))
-        #expect(fires.all.map(\.scheduledDeadline) == [
-            start + .seconds(1), start + .milliseconds(1_700), start + .milliseconds(2_000), start + .milliseconds(2_300),
-        ])
+        #expect(
+            fires.all.map(\.scheduledDeadline) == [
+                start + .seconds(1), start + .milliseconds(1_700), start + .milliseconds(2_000), start + .milliseconds(2_300)
+            ])
     }
 
     @Test("C10: reschedule keeps the interval when none is given, and refuses a timer that is no longer valid")

@@ -10,12 +10,16 @@ struct Marbles {
     /// Plays `input` into a debouncer made by `make` and returns what the action ran, as a marble
     /// as long as the input plus `tail` ticks (a run between ticks shows as `?`, several in one
     /// tick in parentheses).
-    static func play(_ input: String, tail: Int = 10, _ make: (TimerClock, @escaping @Sendable (Character) -> Void) throws -> Debouncer<Character>) throws -> String {
+    static func play(_ input: String, tail: Int = 10, _ make: (TimerClock, @escaping @Sendable (Character) -> Void) throws -> Debouncer<Character>) throws
+        -> String
+    {
         try play(input, tail: tail) { clock, run in try make(clock, run).send }
     }
 
     /// Plays `input` into a throttler made by `make`, as for a debouncer.
-    static func play(_ input: String, tail: Int = 10, _ make: (TimerClock, @escaping @Sendable (Character) -> Void) throws -> Throttler<Character>) throws -> String {
+    static func play(_ input: String, tail: Int = 10, _ make: (TimerClock, @escaping @Sendable (Character) -> Void) throws -> Throttler<Character>) throws
+        -> String
+    {
         try play(input, tail: tail) { clock, run in try make(clock, run).send }
     }
 

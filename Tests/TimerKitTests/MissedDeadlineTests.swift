@@ -63,7 +63,9 @@ struct MissedDeadlineTests {
         #expect(fires.all.map(\.deadlineCount) == [1, 2], "the last fire stands for the rest")
     }
 
-    @Test("C5: a late but not missed deadline fires normally under every policy, also after a jump", arguments: [MissedDeadlinePolicy.coalesce, .skip, .burst(maxFires: 3)])
+    @Test(
+        "C5: a late but not missed deadline fires normally under every policy, also after a jump",
+        arguments: [MissedDeadlinePolicy.coalesce, .skip, .burst(maxFires: 3)])
     func lateIsNotMissedAfterAJump(policy: MissedDeadlinePolicy) throws {
         let (virtual, _, fires, first) = try timer(policy)
         virtual.jump(by: .milliseconds(1_700))
@@ -94,7 +96,9 @@ struct MissedDeadlineTests {
         #expect(virtual.now == end)
     }
 
-    @Test("C5: under every policy, the fires account for each grid deadline exactly once, whatever stalls, suspensions and steps come", arguments: [MissedDeadlinePolicy.coalesce, .skip, .burst(maxFires: 3)], [3, 17, 4242] as [UInt64])
+    @Test(
+        "C5: under every policy, the fires account for each grid deadline exactly once, whatever stalls, suspensions and steps come",
+        arguments: [MissedDeadlinePolicy.coalesce, .skip, .burst(maxFires: 3)], [3, 17, 4242] as [UInt64])
     func deadlinesAddUp(policy: MissedDeadlinePolicy, seed: UInt64) throws {
         var random = SeededRandom(seed: seed)
         let virtual = VirtualClock()

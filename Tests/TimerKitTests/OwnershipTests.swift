@@ -1,114 +1,119 @@
 import Foundation
 import Synchronization
 import Testing
-@testable import TimerKit
 import TimerKitTesting
+
+@testable import TimerKit
 
 /// C11 and C12: the articles' scenes, in real time.
 extension RealTime {
-@Suite("Ownership")
-struct OwnershipTests {
-    /// The articles' view controller: it keeps a repeating timer in a property and calls its own
-    /// method from the timer.
-    final class Screen: @unchecked Sendable {
-        private let lock = NSLock()
-        private var storedTimer: ScheduledTimer?
-        var timer: ScheduledTimer? { lock.withLock { storedTimer } }
-        let ticks = Counter()
-        let deinits: Counter
+    @Suite("Ownership")
+    struct OwnershipTests {
+        /// The articles' view controller: it keeps a repeating timer in a property and calls its own
+        /// method from the timer.
+        final class Screen: @unchecked Sendable {
+            private let lock = NSLock()
+            private var storedTimer: ScheduledTimer?
+            var timer: ScheduledTimer? { lock.withLock { storedTimer } }
+            let ticks = Counter()
+            let deinits: Counter
 
-        init(deinits: Counter) throws {
-            self.deinits = deinits
-            let timer = try ScheduledTimer.repeating(every: .milliseconds(20), .bound(to: self) { screen, _, _ in
-                screen.tick()
-            })
-            lock.withLock { storedTimer = timer }
-        }
-
-        func tick() { ticks.increment() }
-
-        deinit { deinits.increment() }
-    }
-
-    @Test("C11: an object keeping a repeating timer in a property deinitializes as soon as its last outside reference goes")
-    func ownerDeinitializesAtOnce() async throws {
-        let deinits = Counter()
-        var screen: Screen? = try Screen(deinits: deinits)
-        let ticks = try #require(screen?.ticks)
-        let timer = try #require(screen?.timer)
-        #expect(await eventually { ticks.current >= 2 })
-        screen = nil
-        #expect(deinits.current == 1, "deinit ran at once: the timer did not keep its owner alive")
-
-        // At its next deadline the timer finds the owner gone and ends without calling the handler.
-        #expect(await eventually { !timer.isValid })
-        let ticksAfterDeinit = ticks.current
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(ticks.current == ticksAfterDeinit)
-    }
-
-    @MainActor
-    final class CountdownViewModel {
-        var timer: ScheduledTimer?
-        var remaining = 1_000
-        let deinits: Counter
-
-        init(deinits: Counter) { self.deinits = deinits }
-
-        func start() throws {
-            timer = try ScheduledTimer.repeating(every: .milliseconds(10), .onMainActor(bound: self) { model, _, _ in
-                model.remaining -= 1
-            })
-        }
-
-        deinit { deinits.increment() }
-    }
-
-    @MainActor
-    @Test("C11: a main-actor owner with a @MainActor handler deinitializes when released, without invalidate()")
-    func mainActorOwnerDeinitializes() async throws {
-        let deinits = Counter()
-        var model: CountdownViewModel? = CountdownViewModel(deinits: deinits)
-        try model?.start()
-        #expect(await eventually { (model?.remaining ?? 0) <= 997 })
-        let timer = try #require(model?.timer)
-        model = nil
-        #expect(deinits.current == 1)
-        #expect(await eventually { !timer.isValid })
-    }
-
-    @Test("C12: a timer whose handle is dropped still fires")
-    func droppedHandleStillFires() async throws {
-        let oneShot = Counter()
-        let repeating = Counter()
-        do {
-            _ = try ScheduledTimer.once(at: .after(.milliseconds(30))) { _, _ in oneShot.increment() }
-            try ScheduledTimer.repeating(every: .milliseconds(10)) { timer, _ in
-                if repeating.increment() == 5 { timer.invalidate() }
+            init(deinits: Counter) throws {
+                self.deinits = deinits
+                let timer = try ScheduledTimer.repeating(
+                    every: .milliseconds(20),
+                    .bound(to: self) { screen, _, _ in
+                        screen.tick()
+                    })
+                lock.withLock { storedTimer = timer }
             }
-        }
-        #expect(await eventually { oneShot.current == 1 && repeating.current == 5 })
-        try await Task.sleep(for: .milliseconds(50))
-        #expect(repeating.current == 5)
-    }
 
-    @Test("C12: a dropped one-shot on a dispatch queue fires, then releases itself", .checksLeaks)
-    func droppedOneShotReleasesItself() async throws {
-        final class Payload: Sendable {}
-        let watchedPayload: WatchedObject
-        let fired = Counter()
-        do {
-            let payload = Payload()
-            watchedPayload = watchForLeaks(payload)
-            try ScheduledTimer.once(at: .after(.milliseconds(20)), delivery: .queue(.global())) { _, _ in
-                _ = payload
-                fired.increment()
-            }
+            func tick() { ticks.increment() }
+
+            deinit { deinits.increment() }
         }
-        #expect(await eventually { fired.current == 1 })
-        #expect(await eventually { watchedPayload.isReleased })
+
+        @Test("C11: an object keeping a repeating timer in a property deinitializes as soon as its last outside reference goes")
+        func ownerDeinitializesAtOnce() async throws {
+            let deinits = Counter()
+            var screen: Screen? = try Screen(deinits: deinits)
+            let ticks = try #require(screen?.ticks)
+            let timer = try #require(screen?.timer)
+            #expect(await eventually { ticks.current >= 2 })
+            screen = nil
+            #expect(deinits.current == 1, "deinit ran at once: the timer did not keep its owner alive")
+
+            // At its next deadline the timer finds the owner gone and ends without calling the handler.
+            #expect(await eventually { !timer.isValid })
+            let ticksAfterDeinit = ticks.current
+            try await Task.sleep(for: .milliseconds(100))
+            #expect(ticks.current == ticksAfterDeinit)
+        }
+
+        @MainActor
+        final class CountdownViewModel {
+            var timer: ScheduledTimer?
+            var remaining = 1_000
+            let deinits: Counter
+
+            init(deinits: Counter) { self.deinits = deinits }
+
+            func start() throws {
+                timer = try ScheduledTimer.repeating(
+                    every: .milliseconds(10),
+                    .onMainActor(bound: self) { model, _, _ in
+                        model.remaining -= 1
+                    })
+            }
+
+            deinit { deinits.increment() }
+        }
+
+        @MainActor
+        @Test("C11: a main-actor owner with a @MainActor handler deinitializes when released, without invalidate()")
+        func mainActorOwnerDeinitializes() async throws {
+            let deinits = Counter()
+            var model: CountdownViewModel? = CountdownViewModel(deinits: deinits)
+            try model?.start()
+            #expect(await eventually { (model?.remaining ?? 0) <= 997 })
+            let timer = try #require(model?.timer)
+            model = nil
+            #expect(deinits.current == 1)
+            #expect(await eventually { !timer.isValid })
+        }
+
+        @Test("C12: a timer whose handle is dropped still fires")
+        func droppedHandleStillFires() async throws {
+            let oneShot = Counter()
+            let repeating = Counter()
+            do {
+                _ = try ScheduledTimer.once(at: .after(.milliseconds(30))) { _, _ in oneShot.increment() }
+                try ScheduledTimer.repeating(every: .milliseconds(10)) { timer, _ in
+                    if repeating.increment() == 5 { timer.invalidate() }
+                }
+            }
+            #expect(await eventually { oneShot.current == 1 && repeating.current == 5 })
+            try await Task.sleep(for: .milliseconds(50))
+            #expect(repeating.current == 5)
+        }
+
+        @Test("C12: a dropped one-shot on a dispatch queue fires, then releases itself", .checksLeaks)
+        func droppedOneShotReleasesItself() async throws {
+            final class Payload: Sendable {}
+            let watchedPayload: WatchedObject
+            let fired = Counter()
+            do {
+                let payload = Payload()
+                watchedPayload = watchForLeaks(payload)
+                try ScheduledTimer.once(at: .after(.milliseconds(20)), delivery: .queue(.global())) { _, _ in
+                    _ = payload
+                    fired.increment()
+                }
+            }
+            #expect(await eventually { fired.current == 1 })
+            #expect(await eventually { watchedPayload.isReleased })
+        }
     }
-}
 }
 
 /// C12's one exception, made loud; and what a released virtual clock lets go.

@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import TimerKit
 import TimerKitTesting
+
+@testable import TimerKit
 
 /// `TimerPrecision.high` on the virtual clock: the same exact semantics as the standard mode.
 @Suite("High precision on the virtual clock")

@@ -70,7 +70,9 @@ struct RateLimitSequenceTests {
         #expect(out == "--(b#)------")
     }
 
-    @Test("debounced with leading and maxWait: under a steady stream each burst ends at maxWait with its latest element, and the next element opens a new burst at once")
+    @Test(
+        "debounced with leading and maxWait: under a steady stream each burst ends at maxWait with its latest element, and the next element opens a new burst at once"
+    )
     func debouncedLeadingAndMaxWait() async throws {
         let out = try await AsyncMarbles.play("abcdefgh--|") {
             try $0.debounced(for: .milliseconds(300), leading: true, maxWait: .milliseconds(500), clock: $1)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TimerKit
 
 /// The debouncer's and the throttler's decisions on their own: plain integers for instants, no
@@ -23,7 +24,9 @@ struct RateLimitingStateMachineTests {
         #expect(machine.send("x", at: 2_000).edgeDeadline == 2_300)
     }
 
-    @Test("C8: with leading, a debounce burst's first value runs at once and the end is quiet unless more came; a flush takes the pending value and makes the timer stale")
+    @Test(
+        "C8: with leading, a debounce burst's first value runs at once and the end is quiet unless more came; a flush takes the pending value and makes the timer stale"
+    )
     func debounceLeadingAndFlush() {
         var machine = DebounceStateMachine<Int>(delay: 100, maxWait: nil, leading: true, trailing: true)
         let sent = machine.send(1, at: 0)
@@ -36,7 +39,9 @@ struct RateLimitingStateMachineTests {
         guard case .stale = machine.edgeTimerExpired(again.generation) else { return #expect(Bool(false)) }
     }
 
-    @Test("C8: a throttle window runs its opening value at once and the latest (or first) one at its end, which opens the next window; a closed window's timer is stale")
+    @Test(
+        "C8: a throttle window runs its opening value at once and the latest (or first) one at its end, which opens the next window; a closed window's timer is stale"
+    )
     func throttleWindows() {
         for latest in [true, false] {
             var machine = ThrottleStateMachine<Int>(leading: true, trailing: true, latest: latest)

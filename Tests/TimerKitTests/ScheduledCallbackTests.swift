@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
 import Testing
-@testable import TimerKit
 import TimerKitTesting
+
+@testable import TimerKit
 
 /// The object-free one-shot: `TimerClock.schedule(at:tolerance:delivery:_:)` and `ScheduledCallback`.
 @Suite("Scheduled callbacks")

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+
 @testable import TimerKit
 
 /// Collects values from handlers running on other threads, behind TimerKit's own lock (one lock

@@ -56,7 +56,7 @@ struct ThrottlerTests {
         #expect(!throttler.isPending)
         virtual.advance(by: .zero)
         #expect(runs.all == ["a", "b"])
-        try throttler.send("c")      // the window was ended: c opens a new one and runs at once
+        try throttler.send("c")  // the window was ended: c opens a new one and runs at once
         try throttler.send("d")
         #expect(throttler.cancel())
         #expect(try !throttler.flush())

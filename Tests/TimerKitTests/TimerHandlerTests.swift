@@ -17,22 +17,32 @@ struct TimerHandlerTests {
         let watchedOwner: WatchedObject
         watchedOwner = watchForLeaks(owner)
         let events = owner!.events
-        let timer = try ScheduledTimer.repeating(every: .seconds(1), clock: virtual.clock, .bound(to: owner!) { owner, _, _ in
-            owner.events.append("timer")
-        })
-        let countdown = try Countdown.start(to: .after(.seconds(10)), clock: virtual.clock, .bound(to: owner!) { owner, _, tick in
-            owner.events.append("countdown \(tick.value)")
-        })
-        let frames = try FrameClock.start(framesPerSecond: 1, clock: virtual.clock, .bound(to: owner!) { owner, _, frame in
-            owner.events.append("frame \(frame.index)")
-        })
+        let timer = try ScheduledTimer.repeating(
+            every: .seconds(1), clock: virtual.clock,
+            .bound(to: owner!) { owner, _, _ in
+                owner.events.append("timer")
+            })
+        let countdown = try Countdown.start(
+            to: .after(.seconds(10)), clock: virtual.clock,
+            .bound(to: owner!) { owner, _, tick in
+                owner.events.append("countdown \(tick.value)")
+            })
+        let frames = try FrameClock.start(
+            framesPerSecond: 1, clock: virtual.clock,
+            .bound(to: owner!) { owner, _, frame in
+                owner.events.append("frame \(frame.index)")
+            })
         let registry = TimerRegistry<String>(clock: virtual.clock)
-        try registry.schedule("poll", at: .after(.seconds(1)), every: .seconds(1), .bound(to: owner!) { owner, key, _ in
-            owner.events.append(key)
-        })
-        let debouncer = try Debouncer<Int>(delay: .milliseconds(500), clock: virtual.clock, .bound(to: owner!) { owner, _, value in
-            owner.events.append("debounced \(value)")
-        })
+        try registry.schedule(
+            "poll", at: .after(.seconds(1)), every: .seconds(1),
+            .bound(to: owner!) { owner, key, _ in
+                owner.events.append(key)
+            })
+        let debouncer = try Debouncer<Int>(
+            delay: .milliseconds(500), clock: virtual.clock,
+            .bound(to: owner!) { owner, _, value in
+                owner.events.append("debounced \(value)")
+            })
         try debouncer.send(1)
         virtual.advance(by: .seconds(1))
         #expect(events.all.sorted() == ["countdown 10", "countdown 9", "debounced 1", "frame 1", "poll", "timer"])
@@ -54,9 +64,11 @@ struct TimerHandlerTests {
         let virtual = VirtualClock()
         let registry = TimerRegistry<String>(clock: virtual.clock)
         var owner: Owner? = Owner()
-        try registry.schedule("job", at: .after(.seconds(1)), every: .seconds(1), .bound(to: owner!) { owner, key, _ in
-            owner.events.append(key)
-        })
+        try registry.schedule(
+            "job", at: .after(.seconds(1)), every: .seconds(1),
+            .bound(to: owner!) { owner, key, _ in
+                owner.events.append(key)
+            })
         let runs = Counter()
         owner = nil
         // The owner's entry is due at 1 s, the newer one at 2 s; the old one must not take the key
@@ -130,23 +142,31 @@ struct TimerHandlerTests {
     @Test("C15: main-actor handlers of a countdown, a frame clock, a registry and a debouncer run on the main actor")
     func mainActorHandlersRunOnTheMainActor() async throws {
         let model = ViewModel()
-        let countdown = try Countdown.start(to: .after(.milliseconds(30)), unit: .milliseconds(10), .onMainActor(bound: model) { model, _, tick in
-            MainActor.assertIsolated()
-            model.ticks.append(tick.value)
-        })
-        let frames = try FrameClock.start(framesPerSecond: 100, .onMainActor(bound: model) { model, _, _ in
-            MainActor.assertIsolated()
-            model.frames += 1
-        })
+        let countdown = try Countdown.start(
+            to: .after(.milliseconds(30)), unit: .milliseconds(10),
+            .onMainActor(bound: model) { model, _, tick in
+                MainActor.assertIsolated()
+                model.ticks.append(tick.value)
+            })
+        let frames = try FrameClock.start(
+            framesPerSecond: 100,
+            .onMainActor(bound: model) { model, _, _ in
+                MainActor.assertIsolated()
+                model.frames += 1
+            })
         let registry = TimerRegistry<String>()
-        try registry.schedule("refresh", at: .after(.milliseconds(10)), .onMainActor(bound: model) { model, key, _ in
-            MainActor.assertIsolated()
-            model.keys.append(key)
-        })
-        let search = try Debouncer<String>(delay: .milliseconds(20), .onMainActor(bound: model) { model, _, query in
-            MainActor.assertIsolated()
-            model.queries.append(query)
-        })
+        try registry.schedule(
+            "refresh", at: .after(.milliseconds(10)),
+            .onMainActor(bound: model) { model, key, _ in
+                MainActor.assertIsolated()
+                model.keys.append(key)
+            })
+        let search = try Debouncer<String>(
+            delay: .milliseconds(20),
+            .onMainActor(bound: model) { model, _, query in
+                MainActor.assertIsolated()
+                model.queries.append(query)
+            })
         try search.send("s")
         try search.send("swift")
         #expect(await eventually { model.ticks.last == 0 && model.frames >= 3 && model.keys == ["refresh"] && model.queries == ["swift"] })

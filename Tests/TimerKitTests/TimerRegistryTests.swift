@@ -87,7 +87,7 @@ struct TimerRegistryTests {
         let fired = Recorder<TimerInstant>()
         try registry.schedule(1, at: .after(.seconds(30))) { _, fire in fired.append(fire.firedAt) }
         virtual.advance(by: .seconds(20))
-        try registry.reschedule(1, at: .after(.seconds(30)))      // the connection sent a request
+        try registry.reschedule(1, at: .after(.seconds(30)))  // the connection sent a request
         virtual.advance(by: .seconds(20))
         try registry.postpone(1, by: .seconds(5))
         #expect(registry.entry(1)?.nextDeadline == TimerInstant(kind: .virtual, nanoseconds: 55_000_000_000))
@@ -159,9 +159,11 @@ struct TimerRegistryTests {
 
             init(clock: TimerClock) throws {
                 timers = TimerRegistry(clock: clock)
-                try timers.schedule("refresh", at: .after(.seconds(1)), every: .seconds(1), .bound(to: self) { screen, _, _ in
-                    screen.ticks.increment()
-                })
+                try timers.schedule(
+                    "refresh", at: .after(.seconds(1)), every: .seconds(1),
+                    .bound(to: self) { screen, _, _ in
+                        screen.ticks.increment()
+                    })
             }
         }
         let virtual = VirtualClock()

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TimerKit
 
 /// The timer's state machine on its own: plain integers for instants, no engine, no clock, no
@@ -76,7 +77,9 @@ struct TimerStateMachineTests {
 
     static let policies: [MissedDeadlinePolicy] = [.coalesce, .skip, .burst(maxFires: 1), .burst(maxFires: 3)]
 
-    @Test("C5, C2, C9, C7: over 100,000 seeded sequences of stalls, jumps, suspensions and manual fires, a repeating timer's fires account for each grid deadline exactly once, none is early, and the store holds the timer exactly when the machine says so")
+    @Test(
+        "C5, C2, C9, C7: over 100,000 seeded sequences of stalls, jumps, suspensions and manual fires, a repeating timer's fires account for each grid deadline exactly once, none is early, and the store holds the timer exactly when the machine says so"
+    )
     func gridDeadlinesAreAccountedForExactlyOnce() {
         var random = SeededRandom(seed: 20_261_125)
         var failures = 0
@@ -125,7 +128,8 @@ struct TimerStateMachineTests {
             let counted = model.machine.fireCount == model.fires.count
             if !(wellFormed && complete && counted) {
                 failures += 1
-                Issue.record("sequence \(sequence) (\(policy), interval \(interval), first \(first)): fires \(model.fires), next deadline \(model.machine.nextDeadline)")
+                Issue.record(
+                    "sequence \(sequence) (\(policy), interval \(interval), first \(first)): fires \(model.fires), next deadline \(model.machine.nextDeadline)")
             }
         }
     }
@@ -166,7 +170,9 @@ struct TimerStateMachineTests {
         }
     }
 
-    @Test("C8, C10: invalidate() ends every transition — no fire, resume or reschedule brings the timer back — and a shutdown found by the delivery invalidates it")
+    @Test(
+        "C8, C10: invalidate() ends every transition — no fire, resume or reschedule brings the timer back — and a shutdown found by the delivery invalidates it"
+    )
     func invalidationIsFinal() {
         var model = Model(firstDeadline: 10, interval: 10, policy: .coalesce, now: 0, suspended: false)
         let invalidated = model.machine.invalidate()
@@ -194,7 +200,9 @@ struct TimerStateMachineTests {
         #expect(!shutDown.machine.isRunning)
     }
 
-    @Test("C9, C10: resume() delivers at once a deadline passed while suspended; reschedule() moves the grid and forgets the missed deadlines; both keep the timer out of the store while suspended")
+    @Test(
+        "C9, C10: resume() delivers at once a deadline passed while suspended; reschedule() moves the grid and forgets the missed deadlines; both keep the timer out of the store while suspended"
+    )
     func resumeAndReschedule() {
         var model = Model(firstDeadline: 100, interval: 100, policy: .skip, now: 0, suspended: false)
         model.carryOut(model.machine.suspend().action)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import TimerKit
 
 /// C2, C3, C16: the engine's store — the timing wheel and the heap alone — against a reference model.

@@ -53,7 +53,8 @@ struct TimingTests {
         let virtual = VirtualClock()
         let fires = Recorder<TimerFire>()
         let interval = Duration.milliseconds(10)
-        let timer = try ScheduledTimer.repeating(every: interval, first: .after(.milliseconds(3)), tolerance: .milliseconds(4), clock: virtual.clock) { _, fire in
+        let timer = try ScheduledTimer.repeating(every: interval, first: .after(.milliseconds(3)), tolerance: .milliseconds(4), clock: virtual.clock) {
+            _, fire in
             fires.append(fire)
         }
         let first = virtual.now + .milliseconds(3)

@@ -1,10 +1,11 @@
+import Foundation
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Testing
 
 /// The subcommands, run as a person runs them: the built binary, its output and exit status.
 /// Real-time checks assert what holds on a loaded machine: never early, on the grid, counts that
@@ -17,7 +18,10 @@ struct CommandLineToolTests {
     func helpAndVersion() async throws {
         let help = try await ToolRunner.run([])
         #expect(help.status == 0)
-        for example in ["timerkit countdown 25m", "timerkit stopwatch", "timerkit every 1s", "timerkit every --on", "timerkit after 1m 30s", "timerkit at 9:30am", "timerkit timeout 10s", "timerkit demo"] {
+        for example in [
+            "timerkit countdown 25m", "timerkit stopwatch", "timerkit every 1s", "timerkit every --on", "timerkit after 1m 30s", "timerkit at 9:30am",
+            "timerkit timeout 10s", "timerkit demo"
+        ] {
             #expect(help.output.contains(example), "\(example) is missing from: \(help.output)")
         }
         let version = try await ToolRunner.run(["--version"])
@@ -35,33 +39,35 @@ struct CommandLineToolTests {
         }
     }
 
-    @Test("bad input gets one line naming the problem, the usage, and exit 64", arguments: [
-        (["every", "5x", "--", "true"], "unknown unit 'x'"),
-        (["every", "0s", "--", "true"], "the interval must be more than zero"),
-        (["every", "-1s", "--", "true"], "negative duration"),
-        (["every", "1s", "--count", "0", "--", "true"], "--count must be at least 1"),
-        (["every", "1s", "--tolerance", "2s", "--", "true"], "--tolerance 2s is more than the interval (1s)"),
-        (["every", "1s", "--tolerance", "150%", "--", "true"], "more than 100 %"),
-        (["every", "1s"], "missing command after --"),
-        (["every", "1s", "--missed", "sometimes", "--", "true"], "sometimes"),
-        (["after", "2s"], "missing command after --"),
-        (["at", "25:00", "--", "true"], "impossible time '25:00'"),
-        (["at", "2001-01-01T00:00:00Z", "--", "true"], "is in the past"),
-        (["countdown", "soon"], "invalid duration 'soon'"),
-        (["countdown", "0s"], "the countdown must be more than zero"),
-        // Beyond what the library takes: refused as input, never exit 1 or a crash later.
-        (["countdown", "2400-01-01T00:00"], "too far ahead"),
-        (["countdown", "9223372036s"], "at most 100 years"),
-        (["after", "9223372036s", "--", "true"], "at most 100 years"),
-        (["every", "1s", "--for", "9223372036s", "--", "true"], "at most 100 years"),
-        (["every", "15000w", "--dry-run", "--", "true"], "at most 100 years"),
-        (["sometimes"], "sometimes"),
-        (["countdown", "-µs&.879hr"], "unknown option '-µs&.879hr'"),
-        (["-&h"], "unknown option '-&h'"),
-        (["timeout", "1s"], "missing command after --"),
-        (["timeout", "0s", "--", "true"], "the limit must be more than zero"),
-        (["timeout", "1s", "--signal", "LOUD", "--", "true"], "unknown signal 'LOUD'"),
-    ])
+    @Test(
+        "bad input gets one line naming the problem, the usage, and exit 64",
+        arguments: [
+            (["every", "5x", "--", "true"], "unknown unit 'x'"),
+            (["every", "0s", "--", "true"], "the interval must be more than zero"),
+            (["every", "-1s", "--", "true"], "negative duration"),
+            (["every", "1s", "--count", "0", "--", "true"], "--count must be at least 1"),
+            (["every", "1s", "--tolerance", "2s", "--", "true"], "--tolerance 2s is more than the interval (1s)"),
+            (["every", "1s", "--tolerance", "150%", "--", "true"], "more than 100 %"),
+            (["every", "1s"], "missing command after --"),
+            (["every", "1s", "--missed", "sometimes", "--", "true"], "sometimes"),
+            (["after", "2s"], "missing command after --"),
+            (["at", "25:00", "--", "true"], "impossible time '25:00'"),
+            (["at", "2001-01-01T00:00:00Z", "--", "true"], "is in the past"),
+            (["countdown", "soon"], "invalid duration 'soon'"),
+            (["countdown", "0s"], "the countdown must be more than zero"),
+            // Beyond what the library takes: refused as input, never exit 1 or a crash later.
+            (["countdown", "2400-01-01T00:00"], "too far ahead"),
+            (["countdown", "9223372036s"], "at most 100 years"),
+            (["after", "9223372036s", "--", "true"], "at most 100 years"),
+            (["every", "1s", "--for", "9223372036s", "--", "true"], "at most 100 years"),
+            (["every", "15000w", "--dry-run", "--", "true"], "at most 100 years"),
+            (["sometimes"], "sometimes"),
+            (["countdown", "-µs&.879hr"], "unknown option '-µs&.879hr'"),
+            (["-&h"], "unknown option '-&h'"),
+            (["timeout", "1s"], "missing command after --"),
+            (["timeout", "0s", "--", "true"], "the limit must be more than zero"),
+            (["timeout", "1s", "--signal", "LOUD", "--", "true"], "unknown signal 'LOUD'")
+        ])
     func badInput(arguments: [String], problem: String) async throws {
         let outcome = try await ToolRunner.run(arguments)
         #expect(outcome.status == 64, "\(outcome.error)")
@@ -70,12 +76,14 @@ struct CommandLineToolTests {
         #expect(!outcome.error.contains("Fatal error") && !outcome.error.contains("Stack dump"))
     }
 
-    @Test("a command that is not found, or cannot be run, is reported before any waiting: at, after and every an hour ahead exit 127 or 126 at once", arguments: [
-        (["after", "1h", "--", "no-such-command-timerkit"], Int32(127), "command not found: no-such-command-timerkit"),
-        (["at", "2126-01-01T00:00Z", "--", "no-such-command-timerkit", "arg"], 127, "command not found: no-such-command-timerkit"),
-        (["every", "1h", "--", "/no/such/dir/tool"], 127, "command not found: /no/such/dir/tool"),
-        (["after", "1h", "--", "/tmp"], 126, "cannot run /tmp"),
-    ])
+    @Test(
+        "a command that is not found, or cannot be run, is reported before any waiting: at, after and every an hour ahead exit 127 or 126 at once",
+        arguments: [
+            (["after", "1h", "--", "no-such-command-timerkit"], Int32(127), "command not found: no-such-command-timerkit"),
+            (["at", "2126-01-01T00:00Z", "--", "no-such-command-timerkit", "arg"], 127, "command not found: no-such-command-timerkit"),
+            (["every", "1h", "--", "/no/such/dir/tool"], 127, "command not found: /no/such/dir/tool"),
+            (["after", "1h", "--", "/tmp"], 126, "cannot run /tmp")
+        ])
     func commandCheckedFirst(arguments: [String], status: Int32, message: String) async throws {
         let outcome = try await ToolRunner.run(arguments)
         #expect(outcome.status == status, "\(outcome.error)")
@@ -94,7 +102,9 @@ struct CommandLineToolTests {
         let notExecutable = try await ToolRunner.run(["after", "0s", "--", file.path])
         #expect(notExecutable.status == 126, "\(notExecutable.error)")
         let notExecutableLater = try await ToolRunner.run(["every", "1h", "--", file.path])
-        #expect(notExecutableLater.status == 126 && notExecutableLater.error.contains("cannot run \(file.path)"), "reported before the first run: \(notExecutableLater.error)")
+        #expect(
+            notExecutableLater.status == 126 && notExecutableLater.error.contains("cannot run \(file.path)"),
+            "reported before the first run: \(notExecutableLater.error)")
 
         let killed = try await ToolRunner.run(["after", "0s", "--", "sh", "-c", "kill -TERM $$"])
         #expect(killed.status == 128 + SIGTERM)
@@ -155,9 +165,16 @@ struct CommandLineToolTests {
         var run: Int
         var deadline: Double
         var start: Double
-        var lateness_ms: Double
-        var exit_status: Int32
-        var duration_ms: Double
+        var latenessMilliseconds: Double
+        var exitStatus: Int32
+        var durationMilliseconds: Double
+
+        enum CodingKeys: String, CodingKey {
+            case run, deadline, start
+            case latenessMilliseconds = "lateness_ms"
+            case exitStatus = "exit_status"
+            case durationMilliseconds = "duration_ms"
+        }
     }
 
     static func runs(_ output: String) throws -> [Run] {
@@ -175,13 +192,13 @@ struct CommandLineToolTests {
             // On the grid: the deadline a run stands for is first + k·interval (µs in the JSON).
             let k = ((run.deadline - first) / 0.1).rounded()
             #expect(abs(run.deadline - (first + k * 0.1)) < 2e-6)
-            #expect(run.lateness_ms >= 0)
-            #expect(run.exit_status == 0)
+            #expect(run.latenessMilliseconds >= 0)
+            #expect(run.exitStatus == 0)
         }
         // In order, never overlapping: each starts after the previous one's deadline and end.
         for (previous, next) in zip(runs, runs.dropFirst()) {
             #expect(next.deadline > previous.deadline)
-            #expect(next.start >= previous.start + previous.duration_ms / 1000 - 2e-6)
+            #expect(next.start >= previous.start + previous.durationMilliseconds / 1000 - 2e-6)
         }
         // The command's own output went to stderr; stdout is JSON only.
         #expect(outcome.error.components(separatedBy: "child\n").count - 1 == 8)
@@ -220,7 +237,7 @@ struct CommandLineToolTests {
         var accounted = 0
         for (previous, next) in zip(runs, runs.dropFirst()) {
             // Each run's deadline came after the previous run had ended: it waited for the grid.
-            #expect(next.deadline >= previous.start + previous.duration_ms / 1000 - 2e-6)
+            #expect(next.deadline >= previous.start + previous.durationMilliseconds / 1000 - 2e-6)
             accounted = Int(((next.deadline - first) / 0.1).rounded())
         }
         // At least the two deadlines inside each 250 ms run were skipped; all are accounted for.
@@ -297,7 +314,9 @@ struct CommandLineToolTests {
 
     @Test("timeout --signal sends the named signal; --kill-after kills a command that ignores it (exit 137)")
     func timeoutSignals() async throws {
-        let interrupted = try await ToolRunner.run(["timeout", "300ms", "--signal", "INT", "--", "sh", "-c", "trap 'echo got INT; exit 5' INT; sleep 20 >/dev/null 2>&1 & wait"])
+        let interrupted = try await ToolRunner.run([
+            "timeout", "300ms", "--signal", "INT", "--", "sh", "-c", "trap 'echo got INT; exit 5' INT; sleep 20 >/dev/null 2>&1 & wait"
+        ])
         #expect(interrupted.status == 124)
         #expect(interrupted.output.contains("got INT"))
         let stubborn = try await ToolRunner.run(["timeout", "300ms", "--kill-after", "300ms", "--", "sh", "-c", "trap '' TERM; exec sleep 20"])
@@ -335,7 +354,9 @@ struct CommandLineToolTests {
         #expect(await terminal.wait { $0.contains("\u{1B}[?25h") })  // the cursor is shown again
     }
 
-    @Test("countdown on a terminal: Ctrl-Z (SIGTSTP) gives the terminal back as it was and stops the process; fg (SIGCONT) takes the keys again, redraws, and p pauses at once")
+    @Test(
+        "countdown on a terminal: Ctrl-Z (SIGTSTP) gives the terminal back as it was and stops the process; fg (SIGCONT) takes the keys again, redraws, and p pauses at once"
+    )
     func countdownSuspended() async throws {
         let terminal = try PseudoTerminal()
         defer { terminal.close() }

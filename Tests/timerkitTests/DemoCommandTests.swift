@@ -22,8 +22,10 @@ struct DemoCommandTests {
         #expect(output.contains("✓ coalesce: deadline virtual+1s standing for 5; next deadline virtual+6s"))
         #expect(output.contains("✓ a 3 s countdown: 3 at virtual+0s, 2 at virtual+1s, 1 at virtual+2s, 0 at virtual+3s; the final tick once"))
         #expect(output.contains("✓ skip: deadline virtual+5s standing for 1 after 4 skipped; next deadline virtual+6s"))
-        #expect(output.contains(
-            "✓ burst(maxFires: 3): deadline virtual+1s standing for 1; deadline virtual+2s standing for 1; deadline virtual+3s standing for 3; next deadline virtual+6s"))
+        #expect(
+            output.contains(
+                "✓ burst(maxFires: 3): deadline virtual+1s standing for 1; deadline virtual+2s standing for 1; deadline virtual+3s standing for 3; next deadline virtual+6s"
+            ))
     }
 
     @Test("bad options are refused with a usage message")

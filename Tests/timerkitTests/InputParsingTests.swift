@@ -5,23 +5,27 @@ import Testing
 
 @Suite("Command-line input")
 struct InputParsingTests {
-    @Test("durations read exactly, in every unit, and a bare number is seconds", arguments: [
-        ("250ms", 250_000_000), ("1.5s", 1_500_000_000), ("90s", 90_000_000_000), ("2m", 120_000_000_000),
-        ("1h30m", 5_400_000_000_000), ("1d", 86_400_000_000_000), ("1w", 604_800_000_000_000),
-        ("10us", 10_000), ("10µs", 10_000), ("7ns", 7), ("3", 3_000_000_000), ("0.1", 100_000_000),
-        (".5s", 500_000_000), ("1m30.5s", 90_500_000_000), ("1h 30m", 5_400_000_000_000), (" 2s ", 2_000_000_000),
-        ("0.000000001s", 1), ("0s", 0),
-    ] as [(String, Int64)])
+    @Test(
+        "durations read exactly, in every unit, and a bare number is seconds",
+        arguments: [
+            ("250ms", 250_000_000), ("1.5s", 1_500_000_000), ("90s", 90_000_000_000), ("2m", 120_000_000_000),
+            ("1h30m", 5_400_000_000_000), ("1d", 86_400_000_000_000), ("1w", 604_800_000_000_000),
+            ("10us", 10_000), ("10µs", 10_000), ("7ns", 7), ("3", 3_000_000_000), ("0.1", 100_000_000),
+            (".5s", 500_000_000), ("1m30.5s", 90_500_000_000), ("1h 30m", 5_400_000_000_000), (" 2s ", 2_000_000_000),
+            ("0.000000001s", 1), ("0s", 0)
+        ] as [(String, Int64)])
     func durations(text: String, nanoseconds: Int64) throws {
         #expect(try DurationText.nanoseconds(text) == nanoseconds)
     }
 
-    @Test("bad durations are refused with a message that names the problem", arguments: [
-        ("", "empty duration"), ("-1s", "negative duration"), ("5x", "unknown unit 'x'"), ("1h30", "without a unit"),
-        ("abc", "invalid duration"), ("1.2.3s", "invalid duration"), ("0.0000000001s", "finer than a nanosecond"),
-        ("300y", "unknown unit 'y'"), ("9999999999999w", "too long"), ("1e3s", "unknown unit 'e'"),
-        ("9223372036s", "at most 100 years"), ("15000w", "at most 100 years"), ("5300w", "at most 100 years"),
-    ])
+    @Test(
+        "bad durations are refused with a message that names the problem",
+        arguments: [
+            ("", "empty duration"), ("-1s", "negative duration"), ("5x", "unknown unit 'x'"), ("1h30", "without a unit"),
+            ("abc", "invalid duration"), ("1.2.3s", "invalid duration"), ("0.0000000001s", "finer than a nanosecond"),
+            ("300y", "unknown unit 'y'"), ("9999999999999w", "too long"), ("1e3s", "unknown unit 'e'"),
+            ("9223372036s", "at most 100 years"), ("15000w", "at most 100 years"), ("5300w", "at most 100 years")
+        ])
     func badDurations(text: String, problem: String) {
         #expect {
             try DurationText.nanoseconds(text)
@@ -101,7 +105,10 @@ struct InputParsingTests {
         #expect(try TimeText.resolve("2026-11-23T21:00+01:00", now: now, calendar: Self.utc).date == Self.date("2026-11-23T20:00:00Z"))
         #expect(try TimeText.resolve("2026-11-23T15:30-0430", now: now, calendar: Self.utc).date == Self.date("2026-11-23T20:00:00Z"))
         #expect(try TimeText.resolve("2126-11-23T00:00Z", now: now, calendar: Self.utc).date == Self.date("2126-11-23T00:00:00Z"))
-        for (text, problem) in [("2026-11-22T20:00:00Z", "in the past"), ("2400-01-01T00:00", "too far ahead"), ("2127-01-01T00:00Z", "too far ahead"), ("25:00", "impossible time"), ("12:61", "impossible time"), ("noon", "invalid time"), ("2026-13-01T00:00", "invalid time")] {
+        for (text, problem) in [
+            ("2026-11-22T20:00:00Z", "in the past"), ("2400-01-01T00:00", "too far ahead"), ("2127-01-01T00:00Z", "too far ahead"),
+            ("25:00", "impossible time"), ("12:61", "impossible time"), ("noon", "invalid time"), ("2026-13-01T00:00", "invalid time")
+        ] {
             #expect {
                 try TimeText.resolve(text, now: now, calendar: Self.utc)
             } throws: { error in
@@ -130,7 +137,7 @@ struct InputParsingTests {
         for (text, problem) in [
             ("today 09:00", "in the past"), ("13pm", "invalid time"), ("0am", "invalid time"), ("9:5am", "invalid time"),
             ("tomorrow", "expected a time of day after 'tomorrow'"), ("tomorrow noon", "expected a time of day"),
-            ("+0s", "is now, not a time ahead"), ("+5x", "unknown unit 'x'"), ("+200y", "unknown unit 'y'"), ("9:75pm", "impossible time"),
+            ("+0s", "is now, not a time ahead"), ("+5x", "unknown unit 'x'"), ("+200y", "unknown unit 'y'"), ("9:75pm", "impossible time")
         ] {
             #expect {
                 try resolve(text)

@@ -1,10 +1,11 @@
+import Foundation
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Testing
 
 /// The commands `timerkit` runs are jobs of their own: a process group that every signal reaches
 /// (nothing they start survives a timeout or a kill), given the terminal while they run as a shell
@@ -90,7 +91,9 @@ struct JobControlTests {
         #expect(await terminal.wait { $0.contains("0 failures; run 1 interrupted") }, "\(terminal.text.debugDescription)")
     }
 
-    @Test("Ctrl-Z at a terminal while a command runs stops the command and timerkit (a stopped job), and the terminal is timerkit's again; fg continues both, the command with the terminal")
+    @Test(
+        "Ctrl-Z at a terminal while a command runs stops the command and timerkit (a stopped job), and the terminal is timerkit's again; fg continues both, the command with the terminal"
+    )
     func controlZAtTheTerminal() async throws {
         let terminal = try PseudoTerminal()
         defer { terminal.close() }

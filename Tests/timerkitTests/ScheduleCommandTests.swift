@@ -1,10 +1,11 @@
+import Foundation
+import Testing
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Testing
 
 /// The ways people write when: durations in words, everyday times, calendar schedules, a shell
 /// command line, a command at the end of a countdown. Through the built binary.
@@ -59,14 +60,16 @@ struct ScheduleCommandTests {
         #expect(daily.output.split(separator: "\n").dropFirst().prefix(5).allSatisfy { $0.contains(" 18:30:00 +0") }, "\(daily.output)")
     }
 
-    @Test("every's schedule is one of an interval, --at and --on; a rule it cannot read is refused with exit 64", arguments: [
-        (["every", "--", "true"], "missing interval"),
-        (["every", "1s", "--at", "09:00", "--", "true"], "give one of an interval, --at and --on"),
-        (["every", "--on", "mon..fry 09:00", "--", "true"], "unknown day 'fry'"),
-        (["every", "--at", "mon 09:00", "--", "true"], "--at takes a time of day"),
-        (["every", "--on", "mon 09:00", "--tolerance", "1s", "--", "true"], "are for an interval"),
-        (["every", "1s", "--shell", "date", "--", "date"], "cannot both be given"),
-    ])
+    @Test(
+        "every's schedule is one of an interval, --at and --on; a rule it cannot read is refused with exit 64",
+        arguments: [
+            (["every", "--", "true"], "missing interval"),
+            (["every", "1s", "--at", "09:00", "--", "true"], "give one of an interval, --at and --on"),
+            (["every", "--on", "mon..fry 09:00", "--", "true"], "unknown day 'fry'"),
+            (["every", "--at", "mon 09:00", "--", "true"], "--at takes a time of day"),
+            (["every", "--on", "mon 09:00", "--tolerance", "1s", "--", "true"], "are for an interval"),
+            (["every", "1s", "--shell", "date", "--", "date"], "cannot both be given")
+        ])
     func badSchedules(arguments: [String], problem: String) async throws {
         let outcome = try await ToolRunner.run(arguments)
         #expect(outcome.status == 64)

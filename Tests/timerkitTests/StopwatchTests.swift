@@ -1,12 +1,13 @@
+import Foundation
+import Testing
+
+@testable import timerkit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Testing
-
-@testable import timerkit
 
 /// `timerkit stopwatch`: its arithmetic exactly, then the built binary in a pipe and on a terminal.
 @Suite("timerkit stopwatch", .timeLimit(.minutes(2)))
@@ -26,10 +27,12 @@ struct StopwatchTests {
         #expect(first.lap + second.lap == second.total)
     }
 
-    @Test("the time reads m:ss with tenths or hundredths, truncated (never ahead of the clock), and h:mm:ss from an hour", arguments: [
-        (0, true, "0:00.0"), (99_999_999, true, "0:00.0"), (100_000_000, true, "0:00.1"), (7_319_999_999, false, "0:07.31"),
-        (727_300_000_000, true, "12:07.3"), (3_727_300_000_000, true, "1:02:07.3"), (-5, false, "0:00.00"),
-    ] as [(Int64, Bool, String)])
+    @Test(
+        "the time reads m:ss with tenths or hundredths, truncated (never ahead of the clock), and h:mm:ss from an hour",
+        arguments: [
+            (0, true, "0:00.0"), (99_999_999, true, "0:00.0"), (100_000_000, true, "0:00.1"), (7_319_999_999, false, "0:07.31"),
+            (727_300_000_000, true, "12:07.3"), (3_727_300_000_000, true, "1:02:07.3"), (-5, false, "0:00.00")
+        ] as [(Int64, Bool, String)])
     func format(nanoseconds: Int64, tenths: Bool, text: String) {
         #expect(StopwatchRun.format(nanoseconds, tenths: tenths) == text)
     }

@@ -156,7 +156,7 @@ let allPeers: [any Peer.Type] = [
     AsyncTimerSequencePeer.self,
     NIOScheduleTaskPeer.self,
     NIOScheduleCallbackPeer.self,
-    OSFloorPeer.self,
+    OSFloorPeer.self
 ]
 
 func peerType(named name: String) -> (any Peer.Type)? {

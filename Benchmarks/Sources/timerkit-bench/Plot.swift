@@ -10,7 +10,8 @@ enum Plot {
         let series = results.filter { $0.scenario == .precision && $0.status == .ok && !$0.samples.isEmpty }
             .map { (name: $0.peer, distribution: Distribution($0.samples.map { max($0, 0.1) }), count: $0.samples.count) }
         let width = 960.0
-        let left = 190.0, right = 30.0
+        let left = 190.0
+        let right = 30.0
         let plotWidth = width - left - right
         let rowHeight = 34.0
         let boxTop = 70.0
@@ -61,13 +62,16 @@ enum Plot {
             let d = entry.distribution
             let mid = rounded(boxTop + rowHeight * (Double(index) + 0.5))
             svg += "<text x=\"\(left - 8)\" y=\"\(mid - 2)\" text-anchor=\"end\" font-weight=\"bold\">\(entry.name)</text>\n"
-            svg += "<text x=\"\(left - 8)\" y=\"\(mid + 11)\" text-anchor=\"end\" fill=\"#555\" font-size=\"10\">p50 \(short(d.median)) · p99 \(short(d.quantile(0.99))) µs</text>\n"
+            svg +=
+                "<text x=\"\(left - 8)\" y=\"\(mid + 11)\" text-anchor=\"end\" fill=\"#555\" font-size=\"10\">p50 \(short(d.median)) · p99 \(short(d.quantile(0.99))) µs</text>\n"
             svg += "<line x1=\"\(x(d.min))\" y1=\"\(mid)\" x2=\"\(x(d.max))\" y2=\"\(mid)\" stroke=\"\(color)\"/>\n"
             for end in [d.min, d.max] {
                 svg += "<line x1=\"\(x(end))\" y1=\"\(mid - 6)\" x2=\"\(x(end))\" y2=\"\(mid + 6)\" stroke=\"\(color)\"/>\n"
             }
-            let p25 = x(d.quantile(0.25)), p75 = x(d.quantile(0.75))
-            svg += "<rect x=\"\(p25)\" y=\"\(mid - 10)\" width=\"\(max(p75 - p25, 1))\" height=\"20\" fill=\"\(color)\" fill-opacity=\"0.25\" stroke=\"\(color)\"/>\n"
+            let p25 = x(d.quantile(0.25))
+            let p75 = x(d.quantile(0.75))
+            svg +=
+                "<rect x=\"\(p25)\" y=\"\(mid - 10)\" width=\"\(max(p75 - p25, 1))\" height=\"20\" fill=\"\(color)\" fill-opacity=\"0.25\" stroke=\"\(color)\"/>\n"
             svg += "<line x1=\"\(x(d.median))\" y1=\"\(mid - 10)\" x2=\"\(x(d.median))\" y2=\"\(mid + 10)\" stroke=\"\(color)\" stroke-width=\"3\"/>\n"
             let p99 = x(d.quantile(0.99))
             svg += "<path d=\"M \(p99) \(mid - 6) L \(p99 + 6) \(mid) L \(p99) \(mid + 6) L \(p99 - 6) \(mid) Z\" fill=\"\(color)\"/>\n"
@@ -75,7 +79,8 @@ enum Plot {
         svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(boxTop + boxHeight + 36)\" text-anchor=\"middle\" fill=\"#333\">lateness (µs)</text>\n"
 
         // Cumulative distribution.
-        svg += "<text x=\"\(left)\" y=\"\(cdfTop - 14)\" font-size=\"14\" font-weight=\"bold\">Cumulative distribution: fraction of fires at most this late</text>\n"
+        svg +=
+            "<text x=\"\(left)\" y=\"\(cdfTop - 14)\" font-size=\"14\" font-weight=\"bold\">Cumulative distribution: fraction of fires at most this late</text>\n"
         axis(top: cdfTop, bottom: cdfTop + cdfHeight)
         for fraction in stride(from: 0.0, through: 1.0, by: 0.25) {
             let py = rounded(cdfTop + cdfHeight * (1 - fraction))
@@ -100,9 +105,12 @@ enum Plot {
         svg += "<text x=\"\(left + plotWidth / 2)\" y=\"\(cdfTop + cdfHeight + 36)\" text-anchor=\"middle\" fill=\"#333\">lateness (µs)</text>\n"
         // Legend.
         for (index, entry) in series.enumerated() {
-            let column = Double(index % 3), row = Double(index / 3)
-            let lx = left + column * 250, ly = cdfTop + cdfHeight + 56 + row * 18
-            svg += "<line x1=\"\(lx)\" y1=\"\(ly - 4)\" x2=\"\(lx + 24)\" y2=\"\(ly - 4)\" stroke=\"\(palette[index % palette.count])\" stroke-width=\"2.5\"/>\n"
+            let column = Double(index % 3)
+            let row = Double(index / 3)
+            let lx = left + column * 250
+            let ly = cdfTop + cdfHeight + 56 + row * 18
+            svg +=
+                "<line x1=\"\(lx)\" y1=\"\(ly - 4)\" x2=\"\(lx + 24)\" y2=\"\(ly - 4)\" stroke=\"\(palette[index % palette.count])\" stroke-width=\"2.5\"/>\n"
             svg += "<text x=\"\(lx + 30)\" y=\"\(ly)\">\(entry.name) (\(entry.count) fires)</text>\n"
         }
         svg += "</svg>\n"
@@ -133,9 +141,14 @@ enum Plot {
         var names: [String] = []
         for result in runs where !names.contains(result.peer) { names.append(result.peer) }
         let threadCounts = Array(Set(runs.compactMap { Int($0.parameter) })).sorted()
-        let width = 960.0, height = 560.0
-        let left = 80.0, right = 220.0, top = 70.0, bottom = 60.0
-        let plotWidth = width - left - right, plotHeight = height - top - bottom
+        let width = 960.0
+        let height = 560.0
+        let left = 80.0
+        let right = 220.0
+        let top = 70.0
+        let bottom = 60.0
+        let plotWidth = width - left - right
+        let plotHeight = height - top - bottom
         let highest = runs.compactMap { $0.spread["pairs_per_s"]?.max ?? $0.number("pairs_per_s") }.max() ?? 1
         let ceiling = max(1, (highest / 1e6).rounded(.up))
         func x(_ threads: Int) -> Double {
@@ -174,12 +187,14 @@ enum Plot {
             svg += "<polyline points=\"\(path)\" fill=\"none\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
             for (threads, pairs, range) in points {
                 if let range {
-                    svg += "<line x1=\"\(x(threads))\" y1=\"\(y(range.min))\" x2=\"\(x(threads))\" y2=\"\(y(range.max))\" stroke=\"\(color)\" stroke-width=\"1\"/>\n"
+                    svg +=
+                        "<line x1=\"\(x(threads))\" y1=\"\(y(range.min))\" x2=\"\(x(threads))\" y2=\"\(y(range.max))\" stroke=\"\(color)\" stroke-width=\"1\"/>\n"
                 }
                 svg += "<circle cx=\"\(x(threads))\" cy=\"\(y(pairs))\" r=\"3.5\" fill=\"\(color)\"/>\n"
             }
             let legendY = top + 10 + Double(slot) * 20
-            svg += "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
+            svg +=
+                "<line x1=\"\(left + plotWidth + 20)\" y1=\"\(legendY)\" x2=\"\(left + plotWidth + 44)\" y2=\"\(legendY)\" stroke=\"\(color)\" stroke-width=\"2\"/>\n"
             svg += "<text x=\"\(left + plotWidth + 50)\" y=\"\(legendY + 4)\">\(name)</text>\n"
         }
         return svg + "</svg>\n"

@@ -81,7 +81,9 @@ struct Runner {
     }
 
     /// One child run; a peer that timed out once is not run again (it would time out again).
-    private func runOnce(_ scenario: Scenario, _ peer: any Peer.Type, _ parameter: String, index: Int, of runs: Int, into result: inout Result, _ collected: inout [Figures]) {
+    private func runOnce(
+        _ scenario: Scenario, _ peer: any Peer.Type, _ parameter: String, index: Int, of runs: Int, into result: inout Result, _ collected: inout [Figures]
+    ) {
         let timeout = scenario.timeout(parameter: parameter, quick: quick) * timeoutFactor
         var arguments = ["--child", "--scenario", scenario.rawValue, "--peer", peer.name, "--parameter", parameter]
         if quick { arguments.append("--quick") }
@@ -216,7 +218,9 @@ struct Runner {
                 }
             } else {
                 switch character {
-                case "\"": inString = true; current = ""
+                case "\"":
+                    inString = true
+                    current = ""
                 case "{", "[": depth += 1
                 case "}", "]": depth -= 1
                 case ":": if depth == 1 { keys.append(lastString) }

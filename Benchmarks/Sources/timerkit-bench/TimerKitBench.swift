@@ -57,7 +57,8 @@ struct TimerKitBench: ParsableCommand {
         if child {
             runChild()
         }
-        let selectedScenarios = scenarios.isEmpty ? Scenario.allCases : Scenario.allCases.filter { s in scenarios.contains { Scenario.matching($0).contains(s) } }
+        let selectedScenarios =
+            scenarios.isEmpty ? Scenario.allCases : Scenario.allCases.filter { s in scenarios.contains { Scenario.matching($0).contains(s) } }
         // Quick runs leave out TimerKit's variants (timerkit-heap, timerkit-timer) unless named.
         let selectedPeers = peers.isEmpty ? allPeers.filter { !quick || !$0.isVariant } : allPeers.filter { peers.contains($0.name) }
         let runner = Runner(quick: quick, runsOverride: runs, timeoutFactor: timeoutFactor)
@@ -65,7 +66,8 @@ struct TimerKitBench: ParsableCommand {
         let loadBefore = Self.loadAverage()
         let results = runner.run(scenarios: selectedScenarios, peers: selectedPeers)
         let wall = Date().timeIntervalSince(began)
-        let load = "load average (1, 5, 15 min) \(loadBefore) at the start, \(Self.loadAverage()) at the end; \(ProcessInfo.processInfo.activeProcessorCount) cores"
+        let load =
+            "load average (1, 5, 15 min) \(loadBefore) at the start, \(Self.loadAverage()) at the end; \(ProcessInfo.processInfo.activeProcessorCount) cores"
         let lines = results.map(\.jsonLine)
         if let jsonFile {
             try (lines.joined(separator: "\n") + "\n").write(toFile: jsonFile, atomically: true, encoding: .utf8)

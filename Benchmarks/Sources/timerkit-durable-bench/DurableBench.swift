@@ -50,7 +50,12 @@ struct DurableBench: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("run \(run)/\(runs), \(size) stored: \(figures.summary)\n".utf8))
             }
         }
-        print(report(results, load: "load average (1, 5, 15 min) \(loadBefore) at the start, \(loadAverage()) at the end; \(ProcessInfo.processInfo.activeProcessorCount) cores"))
+        print(
+            report(
+                results,
+                load:
+                    "load average (1, 5, 15 min) \(loadBefore) at the start, \(loadAverage()) at the end; \(ProcessInfo.processInfo.activeProcessorCount) cores"
+            ))
     }
 
     struct Figures {
@@ -81,7 +86,12 @@ struct DurableBench: AsyncParsableCommand {
             }
         }
         var fired: Int { lock.withLock { count } }
-        func take() -> [Double] { lock.withLock { defer { lags = [] }; return lags } }
+        func take() -> [Double] {
+            lock.withLock {
+                defer { lags = [] }
+                return lags
+            }
+        }
     }
 
     struct Due: Codable, Sendable { var due: Double }
@@ -173,7 +183,7 @@ struct DurableBench: AsyncParsableCommand {
             "Durable timers on SQLite (durability \(durability)): \(runs) runs per size, medians with min–max. \(lagTimers) timers due over \(window) s for the lag; \(fireTimers) due at once for fires/s.",
             "",
             "| stored | schedules/s batched | schedules/s single | fires/s | armed lag p50 / p99 / max (ms) | polled (1 s) lag p50 / p99 / max (ms) | p99 polled ÷ armed |",
-            "|---|---|---|---|---|---|---|",
+            "|---|---|---|---|---|---|---|"
         ]
         for size in stored {
             let runs = results[size] ?? []

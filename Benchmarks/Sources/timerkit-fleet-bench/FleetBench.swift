@@ -105,8 +105,10 @@ struct Run: AsyncParsableCommand {
                 for mode in ["armed", "polled"] {
                     let sample = try await measure(url: url, configuration: configuration, instances: count, mode: mode)
                     results["\(mode) \(count)", default: []].append(sample)
-                    print(String(format: "  %@ ×%d: %.0f fires/s, lag p50 %.1f p99 %.1f max %.1f ms, %d fired", mode, count, sample.firesPerSecond,
-                        sample.lag.p50, sample.lag.p99, sample.lag.max, sample.fired))
+                    print(
+                        String(
+                            format: "  %@ ×%d: %.0f fires/s, lag p50 %.1f p99 %.1f max %.1f ms, %d fired", mode, count, sample.firesPerSecond,
+                            sample.lag.p50, sample.lag.p99, sample.lag.max, sample.fired))
                 }
             }
         }
@@ -121,7 +123,9 @@ struct Run: AsyncParsableCommand {
                     let sorted = values.sorted()
                     return String(format: "\(format) (\(format)–\(format))", sorted[sorted.count / 2], sorted.first!, sorted.last!)
                 }
-                print("| \(mode) | \(count) | \(cell(samples.map(\.schedulesPerSecond), "%.0f")) | \(cell(samples.map(\.firesPerSecond), "%.0f")) | \(cell(samples.map(\.lag.p50), "%.1f")) | \(cell(samples.map(\.lag.p99), "%.1f")) | \(cell(samples.map(\.lag.max), "%.0f")) |")
+                print(
+                    "| \(mode) | \(count) | \(cell(samples.map(\.schedulesPerSecond), "%.0f")) | \(cell(samples.map(\.firesPerSecond), "%.0f")) | \(cell(samples.map(\.lag.p50), "%.1f")) | \(cell(samples.map(\.lag.p99), "%.1f")) | \(cell(samples.map(\.lag.max), "%.0f")) |"
+                )
             }
         }
         print(String(format: "\nload average at the end: %.2f %.2f %.2f (2 cores)", load[0], load[1], load[2]))

@@ -142,7 +142,10 @@ enum CalendarRuleText {
         var parts: [String] = []
         var index = 0
         while index < order.count {
-            guard weekdays.contains(order[index]) else { index += 1; continue }
+            guard weekdays.contains(order[index]) else {
+                index += 1
+                continue
+            }
             var end = index
             while end + 1 < order.count, weekdays.contains(order[end + 1]) { end += 1 }
             let first = names[order[index] - 1].capitalized
@@ -170,7 +173,8 @@ enum CalendarRuleText {
 
     private static func day(_ word: Substring, in text: String) throws(TimerError) -> Int {
         if let index = names.firstIndex(of: String(word)) ?? fullNames.firstIndex(of: String(word)) { return index + 1 }
-        throw .invalidCalendarRule("unknown day '\(word)' in '\(text)': use mon, tue, wed, thu, fri, sat, sun, ranges such as mon..fri, daily, weekdays or weekends")
+        throw .invalidCalendarRule(
+            "unknown day '\(word)' in '\(text)': use mon, tue, wed, thu, fri, sat, sun, ranges such as mon..fri, daily, weekdays or weekends")
     }
 
     private static func days(_ word: String, in text: String) throws(TimerError) -> Set<Int>? {

@@ -92,7 +92,8 @@ public struct TimerClock: Sendable, Hashable, CustomStringConvertible {
     /// - Precondition: the clock is not one of the shared ones (``continuous``, ``suspending``,
     ///   ``wall``), which serve the whole process.
     public func shutdown() {
-        precondition(!engine.isShared, "TimerClock.shutdown(): the shared \(kind) clock serves the whole process; shut down only clocks made with dedicated(_:)")
+        precondition(
+            !engine.isShared, "TimerClock.shutdown(): the shared \(kind) clock serves the whole process; shut down only clocks made with dedicated(_:)")
         engine.shutdown()
     }
 

@@ -26,10 +26,7 @@ public struct TimerInstant: Sendable, Hashable, Comparable, CustomStringConverti
     public init(_ date: Date) {
         let nanoseconds = (date.timeIntervalSince1970 * 1e9).rounded()
         let clamped: Int64 =
-            if nanoseconds.isNaN { 0 }
-            else if nanoseconds >= 9.2e18 { .max }
-            else if nanoseconds <= -9.2e18 { .min }
-            else { Int64(nanoseconds) }
+            if nanoseconds.isNaN { 0 } else if nanoseconds >= 9.2e18 { .max } else if nanoseconds <= -9.2e18 { .min } else { Int64(nanoseconds) }
         self.init(kind: .wall, nanoseconds: clamped)
     }
 

@@ -67,7 +67,8 @@ extension TimerEngine {
             // Due already, or due sooner than the driver could sleep and wake again: the next pass
             // serves it, after waiting for it here. Otherwise arm for the earliest key, unless a
             // thread that stored an earlier one meanwhile has armed for that.
-            let again = (!due.isEmpty || !precise.isEmpty) && pass + 1 < Self.passesPerWakeUp
+            let again =
+                (!due.isEmpty || !precise.isEmpty) && pass + 1 < Self.passesPerWakeUp
                 && next <= SystemClock.now(kind) + currentWakeUpLatency.nearWindow
             if !again { armIfEarlier(next) }
             deliver(due)

@@ -61,7 +61,8 @@ extension FrameClock {
         framesPerSecond: Int, precision: TimerPrecision = .standard, clock: TimerClock, delivery: TimerDelivery, handler: @escaping Handler
     ) throws(TimerError) -> FrameClock {
         guard (1...1_000_000_000).contains(framesPerSecond) else { throw .invalidFrameRate(framesPerSecond) }
-        let frames = FrameClock(framesPerSecond: framesPerSecond, clock: clock, precision: precision, origin: clock.nanosecondsNow, delivery: delivery, handler: handler)
+        let frames = FrameClock(
+            framesPerSecond: framesPerSecond, clock: clock, precision: precision, origin: clock.nanosecondsNow, delivery: delivery, handler: handler)
         try frames.start(at: 1)
         return frames
     }

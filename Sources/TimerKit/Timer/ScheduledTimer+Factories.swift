@@ -43,7 +43,9 @@ extension ScheduledTimer {
         delivery: TimerDelivery = .engineThread,
         _ handler: @escaping @Sendable (ScheduledTimer, TimerFire) -> Void
     ) throws(TimerError) -> ScheduledTimer {
-        try make(interval: interval, first: first, tolerance: tolerance, precision: precision, clock: clock, policy: missedDeadlines, delivery: delivery, handler: handler)
+        try make(
+            interval: interval, first: first, tolerance: tolerance, precision: precision, clock: clock, policy: missedDeadlines, delivery: delivery,
+            handler: handler)
     }
 
     /// Schedules a one-shot timer that calls a closure once, at `start` (C6).

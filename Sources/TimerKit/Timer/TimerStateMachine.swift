@@ -234,7 +234,8 @@ struct TimerStateMachine {
         }
         if let current = burst {
             let last = current.fires == 1
-            let rest = last ? nil : Burst(nextScheduled: current.nextScheduled.addingSaturating(interval), fires: current.fires - 1, lastCount: current.lastCount)
+            let rest =
+                last ? nil : Burst(nextScheduled: current.nextScheduled.addingSaturating(interval), fires: current.fires - 1, lastCount: current.lastCount)
             setCatchUp(skipped: skippedDeadlines, burst: rest)
             return .run(countedFire(scheduled: current.nextScheduled, now: now, deadlineCount: last ? current.lastCount : 1, skipped: 0))
         }

@@ -152,11 +152,14 @@ extension DurableTimers {
         private func arm(_ key: String, readyAt: Int64, at: Int64, timers: DurableTimers) {
             let skip = state.withLock { state in state.isStopped || state.armed[key]?.readyAt == readyAt }
             guard !skip else { return }
-            let instant = TimerInstant(kind: timers.clock.kind, nanoseconds: at.addingSaturating(-timers.store.clockOffset).addingSaturating(-timers.store.hostSkew))
+            let instant = TimerInstant(
+                kind: timers.clock.kind, nanoseconds: at.addingSaturating(-timers.store.clockOffset).addingSaturating(-timers.store.hostSkew))
             guard
-                let callback = try? timers.clock.schedule(at: .at(instant), { [weak timers] in
-                    timers?.runner.woke(key, readyAt: readyAt, timers: timers)
-                })
+                let callback = try? timers.clock.schedule(
+                    at: .at(instant),
+                    { [weak timers] in
+                        timers?.runner.woke(key, readyAt: readyAt, timers: timers)
+                    })
             else { return }  // the clock shut down
             let replaced = state.withLock { state -> ScheduledCallback? in
                 guard !state.isStopped else { return callback }
@@ -393,7 +396,8 @@ extension DurableTimers {
             let leaseUntil = now.addingSaturating(options.lease.saturatingNanoseconds)
             let claim: DurableClaim
             do {
-                claim = try await timers.store.claim(namespace: timers.namespace, key: key, owner: timers.owner, now: now, leaseUntil: leaseUntil, early: manual)
+                claim = try await timers.store.claim(
+                    namespace: timers.namespace, key: key, owner: timers.owner, now: now, leaseUntil: leaseUntil, early: manual)
             } catch {
                 options.onError(error)
                 return
@@ -425,12 +429,16 @@ extension DurableTimers {
             let lease = Locked(leaseUntil)
             if plan.fires {
                 let fire = DurableFire(
-                    namespace: namespace, key: key, scheduledDeadline: Date(nanosecondsSince1970: plan.scheduledDeadline), firedAt: Date(nanosecondsSince1970: now),
+                    namespace: namespace, key: key, scheduledDeadline: Date(nanosecondsSince1970: plan.scheduledDeadline),
+                    firedAt: Date(nanosecondsSince1970: now),
                     deadlineCount: plan.deadlineCount, skippedDeadlineCount: plan.skippedCount, attempt: record.attempts, sequence: record.sequence)
                 state.withLock { $0.running[key, default: 0] += 1 }
                 let renewal = renewLease(of: record, until: lease, timers: timers)
                 let startedAt = timers.now()
-                options.onEvent(.started(key: key, handler: record.handler, attempt: record.attempts, lateness: .nanoseconds(startedAt.addingSaturating(-plan.scheduledDeadline))))
+                options.onEvent(
+                    .started(
+                        key: key, handler: record.handler, attempt: record.attempts, lateness: .nanoseconds(startedAt.addingSaturating(-plan.scheduledDeadline))
+                    ))
                 do {
                     try await handler(record.payload, fire)
                 } catch let error as PayloadDecodingFailed {

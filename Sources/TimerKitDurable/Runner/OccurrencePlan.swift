@@ -75,7 +75,8 @@ struct OccurrencePlan: Equatable {
                 return OccurrencePlan(
                     fires: true, scheduledDeadline: latest, deadlineCount: 1, skippedCount: carried + n - 1, next: then(following, skipped: 0, fired: true))
             }
-            return OccurrencePlan(fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0, next: then(following, skipped: carried + n, fired: false))
+            return OccurrencePlan(
+                fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0, next: then(following, skipped: carried + n, fired: false))
         case .within(let window):
             let oldest = now - window.saturatingNanoseconds
             // The first occurrence inside the window.
@@ -96,7 +97,8 @@ struct OccurrencePlan: Equatable {
         case .all(let max):
             let skip = Swift.max(0, n - max)
             return OccurrencePlan(
-                fires: true, scheduledDeadline: occurrence(skip), deadlineCount: 1, skippedCount: carried + skip, next: then(after(skip), skipped: 0, fired: true))
+                fires: true, scheduledDeadline: occurrence(skip), deadlineCount: 1, skippedCount: carried + skip,
+                next: then(after(skip), skipped: 0, fired: true))
         }
     }
 

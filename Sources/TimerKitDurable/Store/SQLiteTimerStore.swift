@@ -91,14 +91,16 @@ final class SQLiteTimerStore: DurableTimerStore {
             throw DurableTimerError.keyInUse(record.key)
         }
         let (interval, rule) = StoredForms.columns(record.recurrence)
-        try db.run("""
-                INSERT OR REPLACE INTO timerkit_timers
-                    (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence,
-                     fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, 0, NULL, NULL)
-                """, [
+        try db.run(
+            """
+            INSERT OR REPLACE INTO timerkit_timers
+                (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence,
+                 fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, 0, NULL, NULL)
+            """,
+            [
                 record.namespace, record.key, record.handler, record.payload, interval, rule, StoredForms.misfire(record.misfire), record.due,
-                record.readyAt, sequence,
+                record.readyAt, sequence
             ])
         return true
     }
@@ -125,11 +127,12 @@ final class SQLiteTimerStore: DurableTimerStore {
     func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim {
         try write { db in
             let ready = early ? "(owner IS NULL OR lease_until_ns <= ?)" : "ready_at_ns <= ?"
-            if let row = try db.row("""
-                    UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
-                    WHERE namespace = ? AND key = ? AND parked = 0 AND \(ready)
-                    RETURNING *
-                    """, [owner, leaseUntil, leaseUntil, namespace, key, now])
+            if let row = try db.row(
+                """
+                UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
+                WHERE namespace = ? AND key = ? AND parked = 0 AND \(ready)
+                RETURNING *
+                """, [owner, leaseUntil, leaseUntil, namespace, key, now])
             {
                 return .claimed(try Self.record(row))
             }
@@ -142,11 +145,12 @@ final class SQLiteTimerStore: DurableTimerStore {
         try write { db in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])
             for key in keys {
-                if let row = try db.row("""
-                        UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
-                        WHERE namespace = ? AND key = ? AND parked = 0 AND ready_at_ns <= ?
-                        RETURNING *
-                        """, [owner, leaseUntil, leaseUntil, namespace, key, now])
+                if let row = try db.row(
+                    """
+                    UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
+                    WHERE namespace = ? AND key = ? AND parked = 0 AND ready_at_ns <= ?
+                    RETURNING *
+                    """, [owner, leaseUntil, leaseUntil, namespace, key, now])
                 {
                     batch.claimed.append(try Self.record(row))
                 } else if let readyAt: Int64 = try db.value(
@@ -167,15 +171,19 @@ final class SQLiteTimerStore: DurableTimerStore {
             case .delete:
                 try db.run("DELETE FROM timerkit_timers WHERE \(fence)", fenceArguments)
             case .advance(let due, let skipped, let fired):
-                try db.run("""
-                        UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, skipped = ?, fire_count = fire_count + ?,
-                            attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
-                        WHERE \(fence)
-                        """, [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
+                try db.run(
+                    """
+                    UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, skipped = ?, fire_count = fire_count + ?,
+                        attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
+                    WHERE \(fence)
+                    """, [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
             case .retry(let readyAt, let error):
-                try db.run("UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)", [readyAt, error] + fenceArguments)
+                try db.run(
+                    "UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
+                    [readyAt, error] + fenceArguments)
             case .park(let error):
-                try db.run("UPDATE timerkit_timers SET parked = 1, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)", [error] + fenceArguments)
+                try db.run(
+                    "UPDATE timerkit_timers SET parked = 1, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)", [error] + fenceArguments)
             }
             return db.changesCount > 0
         }
@@ -185,7 +193,9 @@ final class SQLiteTimerStore: DurableTimerStore {
         try write { db in
             var removed: Set<String> = []
             for completion in completed {
-                try db.run("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?", [namespace, completion.key, owner, completion.sequence])
+                try db.run(
+                    "DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
+                    [namespace, completion.key, owner, completion.sequence])
                 if db.changesCount > 0 { removed.insert(completion.key) }
             }
             return removed
@@ -194,28 +204,32 @@ final class SQLiteTimerStore: DurableTimerStore {
 
     func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
         try write { db in
-            try db.run("UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?", [leaseUntil, leaseUntil, namespace, key, owner, sequence])
+            try db.run(
+                "UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
+                [leaseUntil, leaseUntil, namespace, key, owner, sequence])
             return db.changesCount > 0
         }
     }
 
     func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {
         try write { db in
-            try db.run("""
-                    UPDATE timerkit_timers SET ready_at_ns = ?, attempts = max(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
-                    WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?
-                    """, [readyAt, namespace, key, owner, sequence])
+            try db.run(
+                """
+                UPDATE timerkit_timers SET ready_at_ns = ?, attempts = max(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
+                WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?
+                """, [readyAt, namespace, key, owner, sequence])
             return db.changesCount > 0
         }
     }
 
     func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
         try write { db in
-            try db.row("""
-                    UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
-                    WHERE namespace = ? AND key = ? AND owner IS NULL
-                    RETURNING *
-                    """, [due, readyAt, try Self.nextSequence(db), namespace, key]
+            try db.row(
+                """
+                UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
+                WHERE namespace = ? AND key = ? AND owner IS NULL
+                RETURNING *
+                """, [due, readyAt, try Self.nextSequence(db), namespace, key]
             ).map(Self.record)
         }
     }
@@ -231,7 +245,8 @@ final class SQLiteTimerStore: DurableTimerStore {
     func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
         try read { db in
             let (condition, arguments) = Self.after(cursor)
-            return try db.rows("SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?", [namespace] + arguments + [limit]
+            return try db.rows(
+                "SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?", [namespace] + arguments + [limit]
             ).map(Self.record)
         }
     }
@@ -243,11 +258,12 @@ final class SQLiteTimerStore: DurableTimerStore {
         return try read { db in
             let (condition, arguments) = Self.after(cursor)
             let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
-            return try db.rows("""
-                    SELECT * FROM timerkit_timers
-                    WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
-                    ORDER BY ready_at_ns, key LIMIT ?
-                    """, [namespace, by] + arguments + StatementArguments(handlers) + [limit]
+            return try db.rows(
+                """
+                SELECT * FROM timerkit_timers
+                WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
+                ORDER BY ready_at_ns, key LIMIT ?
+                """, [namespace, by] + arguments + StatementArguments(handlers) + [limit]
             ).map(Self.record)
         }
     }
@@ -255,7 +271,8 @@ final class SQLiteTimerStore: DurableTimerStore {
     func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
         try read { db in
             let names = handlers.isEmpty ? "" : "AND handler NOT IN (\(Array(repeating: "?", count: handlers.count).joined(separator: ", ")))"
-            return try db.rows("SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?", [namespace] + StatementArguments(handlers) + [limit]
+            return try db.rows(
+                "SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?", [namespace] + StatementArguments(handlers) + [limit]
             ).map(Self.record)
         }
     }
@@ -289,7 +306,8 @@ final class SQLiteTimerStore: DurableTimerStore {
             throw DurableTimerError.store(reason: "timer '\(key)' has a calendar rule this version cannot read")
         }
         var record = DurableTimerRecord(
-            namespace: row["namespace"], key: key, handler: row["handler"], payload: row["payload"], recurrence: recurrence, misfire: misfire, due: row["due_ns"])
+            namespace: row["namespace"], key: key, handler: row["handler"], payload: row["payload"], recurrence: recurrence, misfire: misfire,
+            due: row["due_ns"])
         record.readyAt = row["ready_at_ns"]
         record.sequence = row["sequence"]
         record.fireCount = row["fire_count"]

@@ -33,7 +33,9 @@ extension PostgresTimerStore {
                             pause = .milliseconds(100)
                             let decoder = JSONDecoder()
                             for try await notification in notifications {
-                                guard let notice = try? decoder.decode(Notice.self, from: Data(notification.payload.utf8)), notice.n == namespace else { continue }
+                                guard let notice = try? decoder.decode(Notice.self, from: Data(notification.payload.utf8)), notice.n == namespace else {
+                                    continue
+                                }
                                 if notice.reload == true {
                                     continuation.yield(.reload)
                                 } else if let key = notice.k, let readyAt = notice.r, let handler = notice.h {

@@ -143,7 +143,7 @@ final class PostgresTimerStore: DurableTimerStore {
         """
         CREATE OR REPLACE FUNCTION timerkit_now_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
         $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint $$
-        """,
+        """
     ]
 
     // MARK: Time
@@ -226,7 +226,9 @@ final class PostgresTimerStore: DurableTimerStore {
         try await fetchOne("DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) RETURNING \(unescaped: Self.allColumns)")
     }
 
-    func claim(namespace: String, key: String, owner: String, now reading: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim {
+    func claim(namespace: String, key: String, owner: String, now reading: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError)
+        -> DurableClaim
+    {
         let lease = leaseUntil - reading
         let now = now(reading)
         let ready = early ? "(t.owner IS NULL OR t.lease_until_ns <= c.ns)" : "t.ready_at_ns <= c.ns"
@@ -291,7 +293,9 @@ final class PostgresTimerStore: DurableTimerStore {
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
         switch outcome {
         case .delete:
-            return try await changed("DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns", notify: false)
+            return try await changed(
+                "DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns",
+                notify: false)
         case .advance(let due, let skipped, let fired):
             return try await changed(
                 """
@@ -423,12 +427,15 @@ final class PostgresTimerStore: DurableTimerStore {
     static func columns(prefix: String) -> String {
         [
             "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
-            "skipped", "last_error", "parked", "owner", "lease_until_ns",
+            "skipped", "last_error", "parked", "owner", "lease_until_ns"
         ].map { prefix + $0 }.joined(separator: ", ")
     }
 
     private static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
-        let (namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner, leaseUntil) =
+        let (
+            namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner,
+            leaseUntil
+        ) =
             try row.decode(
                 (String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?).self)
         guard let policy = StoredForms.misfire(from: misfire) else {

@@ -17,9 +17,11 @@ struct AfterCommand: ParsableCommand {
             """)
 
     /// Several words (`1m 30s`) arrive here as one: ``TimerKitCommand/joiningWords(_:)``.
-    @Argument(help: ArgumentHelp("The delay: \(DurationText.help); several words add up, as in 1m 30s.", valueName: "duration"), transform: { text throws(UsageError) in
-        try DurationText.duration(text)
-    })
+    @Argument(
+        help: ArgumentHelp("The delay: \(DurationText.help); several words add up, as in 1m 30s.", valueName: "duration"),
+        transform: { text throws(UsageError) in
+            try DurationText.duration(text)
+        })
     var delay: Duration
 
     @Option(help: "The clock: continuous keeps counting while the machine sleeps, suspending does not.")

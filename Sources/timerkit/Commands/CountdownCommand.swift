@@ -42,7 +42,8 @@ struct CountdownCommand: ParsableCommand {
         do {
             if TimeText.looksLikeTime(target) {
                 let time = try TimeText.resolve(target, now: now)
-                let note = time.movedToTomorrow ? "timerkit countdown: \(target) has passed today; counting down to tomorrow, \(TimeText.describe(time.date))" : nil
+                let note =
+                    time.movedToTomorrow ? "timerkit countdown: \(target) has passed today; counting down to tomorrow, \(TimeText.describe(time.date))" : nil
                 return (.date(time.date), .wall, note)
             }
             return (.after(try DurationText.positive(target, what: "the countdown")), .continuous, nil)

@@ -33,9 +33,11 @@ struct EveryCommand: ParsableCommand {
                       timerkit every 2s --shell 'df -h / | tail -1'     (for watch -n 2 users)
             """)
 
-    @Argument(help: ArgumentHelp("How often: \(DurationText.help).", valueName: "interval"), transform: { text throws(UsageError) in
-        try DurationText.positive(text, what: "the interval")
-    })
+    @Argument(
+        help: ArgumentHelp("How often: \(DurationText.help).", valueName: "interval"),
+        transform: { text throws(UsageError) in
+            try DurationText.positive(text, what: "the interval")
+        })
     var interval: Duration?
 
     @Option(help: ArgumentHelp("Every day at this time (HH:MM or HH:MM:SS, local time) instead of an interval.", valueName: "time"))
@@ -47,17 +49,22 @@ struct EveryCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Stop after this many runs.", valueName: "n"))
     var count: Int?
 
-    @Option(name: .customLong("for"), help: ArgumentHelp("Stop starting runs after this long.", valueName: "duration"), transform: { text throws(UsageError) in
-        try DurationText.positive(text, what: "--for")
-    })
+    @Option(
+        name: .customLong("for"), help: ArgumentHelp("Stop starting runs after this long.", valueName: "duration"),
+        transform: { text throws(UsageError) in
+            try DurationText.positive(text, what: "--for")
+        })
     var limit: Duration?
 
-    @Option(help: ArgumentHelp("How late a run may start so that wake-ups can be shared: \(ToleranceText.help); 0 by default.", valueName: "duration|percent"), transform: { text throws(UsageError) in
-        try ToleranceText.parse(text)
-    })
+    @Option(
+        help: ArgumentHelp("How late a run may start so that wake-ups can be shared: \(ToleranceText.help); 0 by default.", valueName: "duration|percent"),
+        transform: { text throws(UsageError) in
+            try ToleranceText.parse(text)
+        })
     var tolerance: ToleranceText?
 
-    @Option(help: ArgumentHelp("Stop a run that is still going after this long (TERM, KILL 2 s later); it counts as failed, status 124.", valueName: "duration"),
+    @Option(
+        help: ArgumentHelp("Stop a run that is still going after this long (TERM, KILL 2 s later); it counts as failed, status 124.", valueName: "duration"),
         transform: { text throws(UsageError) in try DurationText.positive(text, what: "--timeout") })
     var timeout: Duration?
 
@@ -100,15 +107,21 @@ struct EveryCommand: ParsableCommand {
         if schedules == 0 { throw ValidationError("missing interval, as in: timerkit every 1s -- date (or --at 09:00, or --on \"mon..fri 09:00\")") }
         if schedules > 1 { throw ValidationError("give one of an interval, --at and --on") }
         if try calendarRule() != nil {
-            if tolerance != nil || gridOptionsGiven { throw ValidationError("--tolerance, --missed and --clock are for an interval; --at and --on run on the wall clock") }
+            if tolerance != nil || gridOptionsGiven {
+                throw ValidationError("--tolerance, --missed and --clock are for an interval; --at and --on run on the wall clock")
+            }
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
         // As a percentage, more than 100 % is refused; as a duration, more than the interval is too.
         if case .duration(let duration) = tolerance, let interval, duration > interval {
-            throw ValidationError("--tolerance \(DurationText.describe(duration)) is more than the interval (\(DurationText.describe(interval))): runs would start after the next one is due")
+            throw ValidationError(
+                "--tolerance \(DurationText.describe(duration)) is more than the interval (\(DurationText.describe(interval))): runs would start after the next one is due"
+            )
         }
         if shell != nil && !command.isEmpty { throw ValidationError("--shell and a command after -- cannot both be given: choose one") }
-        if shell?.trimmingWhitespace.isEmpty == true { throw ValidationError("--shell needs a command line, as in: timerkit every 2s --shell 'df -h | head -1'") }
+        if shell?.trimmingWhitespace.isEmpty == true {
+            throw ValidationError("--shell needs a command line, as in: timerkit every 2s --shell 'df -h | head -1'")
+        }
         if command.isEmpty && shell == nil && !dryRun { throw ValidationError("missing command after --, as in: timerkit every 1s -- date") }
     }
 
@@ -133,9 +146,10 @@ struct EveryCommand: ParsableCommand {
     private func startRuns(interval: Duration, calendar: CalendarRule?, tolerance: Duration, missed: MissedChoice, clock: TimerClock) throws {
         let command = resolvedCommand
         try ChildProcess.checkBeforeWaiting(command, tool: "every")
-        let runner = EveryRun(EveryRun.Options(
-            interval: interval, calendar: calendar, count: count, limit: limit, tolerance: tolerance, missed: missed,
-            clock: clock, failFast: failFast, json: json, runTimeout: timeout, command: command))
+        let runner = EveryRun(
+            EveryRun.Options(
+                interval: interval, calendar: calendar, count: count, limit: limit, tolerance: tolerance, missed: missed,
+                clock: clock, failFast: failFast, json: json, runTimeout: timeout, command: command))
         let status = try runner.run()
         if status != 0 { throw ExitCode(status) }
     }

@@ -19,16 +19,20 @@ struct TimeoutCommand: ParsableCommand {
             Example: timerkit timeout 30s --kill-after 5s -- curl -s https://example.com
             """)
 
-    @Argument(help: ArgumentHelp("The limit: \(DurationText.help).", valueName: "duration"), transform: { text throws(UsageError) in
-        try DurationText.positive(text, what: "the limit")
-    })
+    @Argument(
+        help: ArgumentHelp("The limit: \(DurationText.help).", valueName: "duration"),
+        transform: { text throws(UsageError) in
+            try DurationText.positive(text, what: "the limit")
+        })
     var limit: Duration
 
-    @Option(help: ArgumentHelp("The signal sent at the limit: a name (TERM, INT, HUP, QUIT, KILL, USR1, USR2, ALRM) or a number.", valueName: "signal"),
+    @Option(
+        help: ArgumentHelp("The signal sent at the limit: a name (TERM, INT, HUP, QUIT, KILL, USR1, USR2, ALRM) or a number.", valueName: "signal"),
         transform: { text throws(UsageError) in try SignalName.parse(text) })
     var signal: Int32 = SIGTERM
 
-    @Option(help: ArgumentHelp("Kill the command (KILL) if it is still running this long after the signal.", valueName: "duration"),
+    @Option(
+        help: ArgumentHelp("Kill the command (KILL) if it is still running this long after the signal.", valueName: "duration"),
         transform: { text throws(UsageError) in try DurationText.positive(text, what: "--kill-after") })
     var killAfter: Duration?
 

@@ -50,7 +50,9 @@ struct Demo: AsyncParsableCommand {
             onGrid = onGrid && fire.scheduledDeadline == first + .milliseconds(100) * k
             k += fire.deadlineCount
         }
-        report.check(fires.values.count >= 4 && onGrid, "\(fires.values.count) fires, every one on the grid; worst lateness \(ms(fires.values.map(\.lateness).max() ?? .zero))")
+        report.check(
+            fires.values.count >= 4 && onGrid,
+            "\(fires.values.count) fires, every one on the grid; worst lateness \(ms(fires.values.map(\.lateness).max() ?? .zero))")
     }
 
     func oneShot(_ report: DemoReport) async throws {
@@ -58,7 +60,9 @@ struct Demo: AsyncParsableCommand {
         let validInside = Collected<Bool>()
         let timer = try ScheduledTimer.once(at: .after(.milliseconds(50))) { timer, _ in validInside.append(timer.isValid) }
         await until { !validInside.values.isEmpty }
-        report.check(validInside.values == [false] && !timer.isValid, "fired \(validInside.values.count) time(s); isValid inside the handler: \(validInside.values.first.map(String.init) ?? "-")")
+        report.check(
+            validInside.values == [false] && !timer.isValid,
+            "fired \(validInside.values.count) time(s); isValid inside the handler: \(validInside.values.first.map(String.init) ?? "-")")
     }
 
     func ownerBound(_ report: DemoReport) async throws {
@@ -205,7 +209,8 @@ struct Demo: AsyncParsableCommand {
         await until(timeout: .seconds(30)) { fired.value == count / 2 }
         report.check(
             pending == count && fired.value == count / 2,
-            "scheduled \(count) timers in \(ms(scheduled)), cancelled half, moved the rest to the next 0.4 s: \(fired.value) fires in \(clock.wakeUpCount) wake-ups of one thread")
+            "scheduled \(count) timers in \(ms(scheduled)), cancelled half, moved the rest to the next 0.4 s: \(fired.value) fires in \(clock.wakeUpCount) wake-ups of one thread"
+        )
     }
 
     func timeouts(_ report: DemoReport) async throws {
@@ -229,7 +234,8 @@ struct Demo: AsyncParsableCommand {
         await until(timeout: .seconds(10)) { ran.value == 1_000 }
         report.check(
             cancelled == count && ran.value == 1_000 && cancelledRan.value == 0 && clock.pendingTimerCount == 0,
-            "scheduled \(count) 30 s timeouts and cancelled them all in \(ms(elapsed)) (a debug build); the 1000 callbacks left ran, the cancelled ones never did")
+            "scheduled \(count) 30 s timeouts and cancelled them all in \(ms(elapsed)) (a debug build); the 1000 callbacks left ran, the cancelled ones never did"
+        )
     }
 }
 
@@ -284,10 +290,12 @@ extension Demo {
         var view: FrameView? = FrameView()
         weak var weakView: FrameView?
         weakView = view
-        let clock = try FrameClock.start(framesPerSecond: 60, .bound(to: view!) { view, _, frame in
-            view.frames.increment()
-            frames.append(frame)
-        })
+        let clock = try FrameClock.start(
+            framesPerSecond: 60,
+            .bound(to: view!) { view, _, frame in
+                view.frames.increment()
+                frames.append(frame)
+            })
         try await Task.sleep(for: .milliseconds(500))
         view = nil
         await until { !clock.isValid }

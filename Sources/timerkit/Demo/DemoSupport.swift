@@ -56,7 +56,13 @@ final class DemoReport: @unchecked Sendable {
     func detail(_ line: String) { if verbose { print("    \(line)") } }
 
     func check(_ condition: Bool, _ line: String) {
-        lock.withLock { condition ? (counts.passed += 1) : (counts.failed += 1) }
+        lock.withLock {
+            if condition {
+                counts.passed += 1
+            } else {
+                counts.failed += 1
+            }
+        }
         print("  \(condition ? "✓" : "✗") \(line)")
     }
 }

@@ -9,7 +9,7 @@ enum DurationText {
     static let units: [(name: String, nanoseconds: Int64)] = [
         ("ns", 1), ("us", 1_000), ("µs", 1_000), ("μs", 1_000), ("ms", 1_000_000),
         ("s", 1_000_000_000), ("m", 60_000_000_000), ("h", 3_600_000_000_000),
-        ("d", 86_400_000_000_000), ("w", 604_800_000_000_000),
+        ("d", 86_400_000_000_000), ("w", 604_800_000_000_000)
     ]
 
     /// The longest duration the tool takes: 100 Gregorian years. Every clock's deadline
@@ -185,7 +185,8 @@ extension DurationText {
         guard rest != 0 else { return "0s" }
         var text = rest < 0 ? "-" : ""
         rest = abs(rest)
-        for (name, size) in [("w", 604_800_000_000_000), ("d", 86_400_000_000_000), ("h", 3_600_000_000_000), ("m", 60_000_000_000)] as [(String, Int64)] where rest >= size {
+        for (name, size) in [("w", 604_800_000_000_000), ("d", 86_400_000_000_000), ("h", 3_600_000_000_000), ("m", 60_000_000_000)] as [(String, Int64)]
+        where rest >= size {
             text += "\(rest / size)\(name)"
             rest %= size
         }

@@ -9,7 +9,7 @@ import Darwin
 enum SignalName {
     static let names: [(String, Int32)] = [
         ("HUP", SIGHUP), ("INT", SIGINT), ("QUIT", SIGQUIT), ("KILL", SIGKILL), ("USR1", SIGUSR1), ("USR2", SIGUSR2),
-        ("ALRM", SIGALRM), ("TERM", SIGTERM),
+        ("ALRM", SIGALRM), ("TERM", SIGTERM)
     ]
 
     static func parse(_ text: String) throws(UsageError) -> Int32 {

@@ -1,10 +1,11 @@
+import ArgumentParser
+import TimerKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import ArgumentParser
-import TimerKit
 
 /// A command run as a child process, with the shell's exit-status conventions and its job control.
 ///

@@ -1,11 +1,12 @@
+import Dispatch
+import Foundation
+import TimerKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
-import Foundation
-import TimerKit
 
 /// `timerkit countdown`: the library's ``Countdown`` (remaining time is always deadline − now, so
 /// it cannot drift; the shown value changes exactly when a second of it passes), drawn on the
@@ -46,9 +47,11 @@ final class CountdownRun: Sendable {
         SignalRelay.install(catchingSuspension: interactive) { [self] signal in
             // After zero, the command run then has the signal (it has the terminal, if any).
             if let child = child.withLock({ $0 }) {
-                return signal == SIGTSTP ? SignalRelay.stopSelf() : child.forward(signal, repeated: false) { [self] in
-                    self.child.withLock { $0?.pid == child.pid }
-                }
+                return signal == SIGTSTP
+                    ? SignalRelay.stopSelf()
+                    : child.forward(signal, repeated: false) { [self] in
+                        self.child.withLock { $0?.pid == child.pid }
+                    }
             }
             if signal == SIGTSTP { suspend() } else { session.end(128 + signal) }
         }

@@ -1,11 +1,12 @@
+import Dispatch
+import Foundation
+import TimerKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
-import Foundation
-import TimerKit
 
 /// `timerkit every`: runs a command on a repeating timer's grid, start to start, or at a calendar
 /// rule's occurrences (`--at`, `--on`), one run at a time, until a count, a time limit, a failure
@@ -121,9 +122,10 @@ final class EveryRun: Sendable {
             Output.error("timerkit every: the time zone \(rule.timeZoneIdentifier) has no next occurrence of \(rule)")
             return stop(.countReached)
         }
-        install(try ScheduledTimer.once(at: .date(next), clock: .wall, delivery: .queue(queue)) { [self] _, fire in
-            self.fire(fire)
-        })
+        install(
+            try ScheduledTimer.once(at: .date(next), clock: .wall, delivery: .queue(queue)) { [self] _, fire in
+                self.fire(fire)
+            })
     }
 
     /// After a run on a calendar rule: the occurrences that passed while it ran are skipped, and

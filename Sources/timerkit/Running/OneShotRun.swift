@@ -1,10 +1,11 @@
+import Dispatch
+import TimerKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
-import TimerKit
 
 /// `timerkit after` and `timerkit at`: waits for one deadline on a clock, then runs a command and
 /// takes its exit status. A signal while waiting ends the wait (128 + the signal's number, the

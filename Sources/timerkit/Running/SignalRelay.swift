@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
 
 /// Turns SIGINT, SIGTERM and SIGHUP (and SIGTSTP, when asked) into calls of a Swift closure on a
 /// thread of its own.

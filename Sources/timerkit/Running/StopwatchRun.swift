@@ -1,10 +1,11 @@
+import Dispatch
+import TimerKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
-import TimerKit
 
 /// `timerkit stopwatch`: elapsed time is always a sum of clock readings (never a count of ticks, so
 /// it cannot drift), redrawn by a repeating timer on the continuous clock: every 100 ms on a

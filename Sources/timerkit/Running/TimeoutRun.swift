@@ -1,10 +1,11 @@
+import Dispatch
+import TimerKit
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Dispatch
-import TimerKit
 
 /// `timerkit timeout`: starts the command at once, sends it a signal at the limit (a one-shot on
 /// the clock), and KILL after `killAfter` if it is still running; takes GNU timeout's exit
@@ -77,14 +78,18 @@ final class TimeoutRun: Sendable {
             if signal == SIGKILL { state.withLock { $0.killed = true } }
             return
         }
-        guard let kill = try? ScheduledTimer.once(at: .after(killAfter), clock: clock, delivery: .queue(queue), { [self] _, _ in
-            let running = state.withLock { state -> Bool in
-                guard state.child?.pid == child.pid else { return false }
-                state.killed = true
-                return true
-            }
-            if running { child.send(SIGKILL) }
-        }) else { return }
+        guard
+            let kill = try? ScheduledTimer.once(
+                at: .after(killAfter), clock: clock, delivery: .queue(queue),
+                { [self] _, _ in
+                    let running = state.withLock { state -> Bool in
+                        guard state.child?.pid == child.pid else { return false }
+                        state.killed = true
+                        return true
+                    }
+                    if running { child.send(SIGKILL) }
+                })
+        else { return }
         state.withLock { $0.signals.append(kill) }
     }
 

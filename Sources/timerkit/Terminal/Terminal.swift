@@ -1,9 +1,10 @@
+import Foundation
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
 
 /// The terminal, when there is one: raw key input without echo, the width of a line, colour as
 /// the `NO_COLOR` convention allows, and the settings put back as they were.

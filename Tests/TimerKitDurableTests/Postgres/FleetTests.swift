@@ -118,7 +118,9 @@ struct FleetTests {
     /// (`TIMERKIT_FLEET_TIMERS`).
     static let exactlyOnceCount = ProcessInfo.processInfo.environment["TIMERKIT_FLEET_TIMERS"].flatMap(Int.init) ?? 3_000
 
-    @Test("3 instances, 3,000 timers (10,000 in CI's own step) due within one second, nobody crashes: each timer fires exactly once (0 duplicates, 0 missing), never before its due time")
+    @Test(
+        "3 instances, 3,000 timers (10,000 in CI's own step) due within one second, nobody crashes: each timer fires exactly once (0 duplicates, 0 missing), never before its due time"
+    )
     func exactlyOnce() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
@@ -127,13 +129,17 @@ struct FleetTests {
         let keys = try await fleet.schedule(Self.exactlyOnceCount, from: Date().addingTimeInterval(1.5), over: .seconds(1))
         #expect(await fleet.ended(), "the fleet emptied the namespace")
         let log = Log(path: fleet.log)
-        print("fleet exactly once: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing, by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))")
+        print(
+            "fleet exactly once: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing, by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))"
+        )
         #expect(log.duplicates.count == 0 && log.missing(keys).count == 0 && log.starts.count == keys.count)
         #expect(log.starts.allSatisfy { $0.lateness >= 0 }, "never early")
         #expect(Set(log.starts.map(\.instance)).count == 3, "all three instances took part")
     }
 
-    @Test("An instance killed (SIGKILL) mid-run: its claimed timers run on the others after the lease, at least once; none is lost; only its interrupted runs repeat")
+    @Test(
+        "An instance killed (SIGKILL) mid-run: its claimed timers run on the others after the lease, at least once; none is lost; only its interrupted runs repeat"
+    )
     func instanceKilled() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
@@ -148,14 +154,18 @@ struct FleetTests {
         let log = Log(path: fleet.log)
         let finishedByA = Set(log.done.filter { $0.instance == "a" }.map(\.key))
         let interrupted = Set(log.starts.filter { $0.instance == "a" }.map(\.key)).subtracting(finishedByA)
-        print("fleet kill -9: \(log.starts.count) runs of \(keys.count) timers (by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))), \(log.duplicates.count) duplicates (\(interrupted.count) runs interrupted by the kill), \(log.missing(keys).count) missing")
+        print(
+            "fleet kill -9: \(log.starts.count) runs of \(keys.count) timers (by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))), \(log.duplicates.count) duplicates (\(interrupted.count) runs interrupted by the kill), \(log.missing(keys).count) missing"
+        )
         #expect(log.missing(keys).count == 0)
         #expect(!interrupted.isEmpty, "the kill interrupted runs under way")
         #expect(log.duplicates.subtracting(interrupted).count == 0, "a timer ran again only where the kill interrupted it")
         #expect(log.starts.filter { interrupted.contains($0.key) && $0.instance != "a" }.allSatisfy { $0.attempt >= 2 })
     }
 
-    @Test("An instance frozen (SIGSTOP) past its lease, then resumed: the others run its timers; it cannot complete a timer it no longer holds (lease lost); none is lost")
+    @Test(
+        "An instance frozen (SIGSTOP) past its lease, then resumed: the others run its timers; it cannot complete a timer it no longer holds (lease lost); none is lost"
+    )
     func instanceFrozen() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
@@ -174,10 +184,13 @@ struct FleetTests {
         let takenOver = startedByA.filter { key in log.starts.contains { $0.key == key && $0.instance != "a" } }
         let errors = (try? String(contentsOfFile: fleet.errors(of: "a"), encoding: .utf8)) ?? ""
         let refused = takenOver.filter { errors.contains("durable timer '\($0)' expired") }
-        print("fleet SIGSTOP: \(log.starts.count) runs of \(keys.count) timers, \(takenOver.count) taken over from the frozen instance, \(refused.count) of its completions refused, \(log.missing(keys).count) missing")
+        print(
+            "fleet SIGSTOP: \(log.starts.count) runs of \(keys.count) timers, \(takenOver.count) taken over from the frozen instance, \(refused.count) of its completions refused, \(log.missing(keys).count) missing"
+        )
         #expect(log.missing(keys).count == 0)
         #expect(!takenOver.isEmpty, "the freeze outlasted the lease of runs under way")
-        #expect(refused.count == takenOver.filter { key in log.done.contains { $0.key == key && $0.instance == "a" } }.count,
+        #expect(
+            refused.count == takenOver.filter { key in log.done.contains { $0.key == key && $0.instance == "a" } }.count,
             "every completion the frozen instance attempted on a timer taken over was refused")
     }
 
@@ -205,7 +218,8 @@ struct FleetTests {
         #expect(await fleet.ended(), "the fleet emptied the namespace after the restart")
         let log = Log(path: fleet.log)
         let errors = ["a", "b", "c"].map { (try? String(contentsOfFile: fleet.errors(of: $0), encoding: .utf8)) ?? "" }.joined()
-        print("fleet database restart: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing")
+        print(
+            "fleet database restart: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing")
         #expect(log.missing(keys).count == 0)
         #expect(errors.contains("cannot be reached") || errors.contains("failed"), "the outage was reported")
         #expect(try await fleet.remaining() == 0)
@@ -223,7 +237,9 @@ struct FleetTests {
         #expect(await fleet.ended())
         let log = Log(path: fleet.log)
         let errors = (try? String(contentsOfFile: fleet.errors(of: "ahead"), encoding: .utf8)) ?? ""
-        print("fleet skew: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing, by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))")
+        print(
+            "fleet skew: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates, \(log.missing(keys).count) missing, by instance \(Dictionary(grouping: log.starts, by: \.instance).mapValues(\.count))"
+        )
         #expect(log.duplicates.count == 0 && log.missing(keys).count == 0)
         #expect(log.starts.allSatisfy { $0.lateness >= 0 }, "never early by the database's clock")
         #expect(errors.contains("ms off the database's"), "the skewed host was reported")

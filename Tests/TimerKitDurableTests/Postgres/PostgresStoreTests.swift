@@ -27,7 +27,9 @@ struct PostgresStoreTests {
         return (writer, firer)
     }
 
-    @Test("No polling across instances: a timer one instance schedules inside the horizon fires on another at once (NOTIFY), half a minute before that one's next load")
+    @Test(
+        "No polling across instances: a timer one instance schedules inside the horizon fires on another at once (NOTIFY), half a minute before that one's next load"
+    )
     func notificationWakesAnotherInstance() async throws {
         let log = FireLog()
         let (writer, firer) = try await pair("notify-\(UUID().uuidString.prefix(8))", log: log)
@@ -59,7 +61,9 @@ struct PostgresStoreTests {
         await firer.shutdown()
     }
 
-    @Test("Database time: a store on the database's clock ignores the host's reading — a claim \"an hour from now\" by a host clock does not take a timer due in an hour")
+    @Test(
+        "Database time: a store on the database's clock ignores the host's reading — a claim \"an hour from now\" by a host clock does not take a timer due in an hour"
+    )
     func databaseTimeDecides() async throws {
         let store = try await PostgresTimerStore(
             configuration: try TestServer.configuration(), timeSource: .database, notifyWithin: .seconds(60), timeout: .seconds(10), maximumSkew: .seconds(1),
@@ -67,11 +71,16 @@ struct PostgresStoreTests {
         let namespace = "time-\(UUID().uuidString.prefix(8))"
         let hostNow = TimerClock.wall.now.nanoseconds
         let hour: Int64 = 3_600_000_000_000
-        var record = DurableTimerRecord(namespace: namespace, key: "k", handler: "note", payload: Data("{}".utf8), recurrence: .none, misfire: .once, due: hostNow + hour)
+        var record = DurableTimerRecord(
+            namespace: namespace, key: "k", handler: "note", payload: Data("{}".utf8), recurrence: .none, misfire: .once, due: hostNow + hour)
         record.readyAt = record.due
         _ = try await store.put(record, conflict: .fail)
-        let claim = try await store.claim(namespace: namespace, key: "k", owner: "skewed", now: hostNow + hour + 1, leaseUntil: hostNow + hour + 30_000_000_000, early: false)
-        guard case .notReady = claim else { Issue.record("a host an hour ahead claimed a timer the database holds due in an hour: \(claim)"); return }
+        let claim = try await store.claim(
+            namespace: namespace, key: "k", owner: "skewed", now: hostNow + hour + 1, leaseUntil: hostNow + hour + 30_000_000_000, early: false)
+        guard case .notReady = claim else {
+            Issue.record("a host an hour ahead claimed a timer the database holds due in an hour: \(claim)")
+            return
+        }
         #expect(abs(store.clockOffset) < 1_000_000_000, "the measured offset to a server on loopback is below a second")
         await store.close()
     }

@@ -12,7 +12,8 @@ final class AsyncTimerSequencePeer: Peer {
 
     static let name = "async-timer-sequence"
     static let capabilities: Capabilities = [.repeating, .tolerance, .blockable, .manyRepeating]
-    static let limitations = "async-timer-sequence: churn and scale n/a (a repeating sequence with no one-shot form or cancellable handle; its one-shot equivalent is task-sleep)"
+    static let limitations =
+        "async-timer-sequence: churn and scale n/a (a repeating sequence with no one-shot form or cancellable handle; its one-shot equivalent is task-sleep)"
 
     let origin = ContinuousClock.now
     let blocked = BlockedActor()

@@ -9,7 +9,8 @@ final class OSFloorPeer: Peer {
 
     static let name = "os-floor"
     static let capabilities: Capabilities = [.repeating]
-    static let limitations = "os-floor: a lower bound for latency only — one sleeping thread per timer, no cancellable one-shots (churn, scale), no tolerance or 10k threads (wakeups), no other context to deliver to (busy-same)"
+    static let limitations =
+        "os-floor: a lower bound for latency only — one sleeping thread per timer, no cancellable one-shots (churn, scale), no tolerance or 10k threads (wakeups), no other context to deliver to (busy-same)"
 
     init() {}
 

@@ -92,7 +92,8 @@ final class TimerKitHeapPeer: Peer {
     static let name = "timerkit-heap"
     static let capabilities: Capabilities = [.oneShot, .anyThread]
     static let isVariant = true
-    static let limitations = "timerkit-heap, timerkit-timer: churn and scale only (variants of TimerKit's one-shots; its repeating timers are the timerkit rows)"
+    static let limitations =
+        "timerkit-heap, timerkit-timer: churn and scale only (variants of TimerKit's one-shots; its repeating timers are the timerkit rows)"
 
     let clock = TimerClock._dedicatedHeapOnly(.continuous)
 

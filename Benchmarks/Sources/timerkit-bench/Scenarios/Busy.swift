@@ -45,7 +45,7 @@ enum Busy {
             ("fires", .int(Int64(ticks.count))),
             ("expected_fires", .int(duration / interval)),
             ("lateness_max_us", .double(distribution.max)),
-            ("lateness_p50_us", .double(distribution.median)),
+            ("lateness_p50_us", .double(distribution.median))
         ]
     }
 }

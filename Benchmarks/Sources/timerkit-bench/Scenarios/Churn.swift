@@ -42,7 +42,7 @@ enum Churn {
             ("ns_per_op", .double(Double(result.wall) / Double(ops))),
             ("cpu_ns_per_op", .double(Double(cpu) / Double(ops))),
             ("thread_cpu_ns_per_op", .double(Double(result.threadCPU) / Double(ops))),
-            ("ops", .int(Int64(result.ops))),
+            ("ops", .int(Int64(result.ops)))
         ]
     }
 }

@@ -41,7 +41,7 @@ enum Frames {
             ("lateness_p99_us", .double(lateness.quantile(0.99))),
             ("dropped_frames", .int(Int64(max(0, grid.deadlines - ticks.count)))),
             ("burst_frames", .int(Int64(bursts))),
-            ("frames", .int(Int64(ticks.count))),
+            ("frames", .int(Int64(ticks.count)))
         ]
         if !complete { figures.append(("incomplete", .int(1))) }
         return figures

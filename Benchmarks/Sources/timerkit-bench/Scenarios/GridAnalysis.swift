@@ -61,7 +61,7 @@ struct GridAnalysis {
             ("lateness_min_us", .double(distribution.min)),
             ("drift_us", .double(Double(drift) / 1_000)),
             ("drift_basis", .string(driftBasis)),
-            ("drift_trend_us", .double(trend)),
+            ("drift_trend_us", .double(trend))
         ]
     }
 }

@@ -70,7 +70,7 @@ enum MTChurn {
             ("pairs_per_s", .double(Double(total) / seconds)),
             ("cpu_ns_per_pair", .double(Double(cpu) / Double(max(total, 1)))),
             ("slowest_thread_pairs_per_s", .double(Double(perThread.min() ?? 0) / seconds)),
-            ("pairs", .int(Int64(total))),
+            ("pairs", .int(Int64(total)))
         ]
     }
 }

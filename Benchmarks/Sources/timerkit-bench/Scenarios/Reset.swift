@@ -54,7 +54,7 @@ enum Reset {
             ("cpu_ns_per_op", .double(Double(cpu) / Double(ops))),
             ("heap_bytes_per_key", .double((Double(heapPending) - Double(heapBefore)) / keys)),
             ("heap_growth_bytes_per_key", .double((Double(heapAfter) - Double(heapPending)) / keys)),
-            ("ops", .int(Int64(result.ops))),
+            ("ops", .int(Int64(result.ops)))
         ]
         // A deadline is 10 s away at the earliest; a fire means the peer lost a reset.
         if fired > 0 { figures.append(("fired_early", .int(Int64(fired)))) }

@@ -50,7 +50,7 @@ enum Scale {
             ("last_fire_s", .double(lateness.isEmpty ? .nan : Double(lastFire - start) / 1e9)),
             ("cpu_ns_per_fire", .double(Double(cpu) / Double(n))),
             ("fired", .int(Int64(lateness.count))),
-            ("heap_main_arena_bytes_per_timer", .double((Double(mainArenaAfter) - Double(mainArenaBefore)) / Double(n))),
+            ("heap_main_arena_bytes_per_timer", .double((Double(mainArenaAfter) - Double(mainArenaBefore)) / Double(n)))
         ]
         if !complete { figures.append(("incomplete", .int(1))) }
         withExtendedLifetime(handles) {}

@@ -45,7 +45,7 @@ enum Wakeups {
             ("wakeups_source", .string(own == nil ? "thread-switches" : "wakeUpCount")),
             ("thread_wakeups_per_s", .double(threadWakeUps)),
             ("fires_per_s", .double(Double(fires1 - fires0) / seconds)),
-            ("threads", .int(Int64(cbench_thread_count()))),
+            ("threads", .int(Int64(cbench_thread_count())))
         ]
     }
 }
