@@ -155,7 +155,8 @@ extension TimerEngine {
         if runs >= Self.runBudget && policy.yieldsAfterBudget && timer.machine.hasWork(now: now) {
             return yieldTurn(timer, &state)
         }
-        switch timer.machine.nextStep(now: now, isShutDown: state.isShutDown) {
+        let isShutDown = state.isShutDown
+        switch timer.transition({ $0.nextStep(now: now, isShutDown: isShutDown) }) {
         case .run(let fire):
             guard let handler = timer.handler else { preconditionFailure("TimerEngine: an active timer without its handler") }
             timer.runGate.decide()

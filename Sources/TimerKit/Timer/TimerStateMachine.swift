@@ -73,7 +73,16 @@ struct TimerStateMachine {
         indirect case pending(skipped: Int, burst: Burst?)
     }
 
-    // The fields are ordered so that the one-byte ones pack together after the eight-byte ones.
+    /// The machine's yes-or-no state, in one byte: a pending timer's object stays in the
+    /// allocator's 128-byte class (BENCHMARKS.md, memory per pending timer).
+    private struct Flags: OptionSet {
+        let rawValue: UInt8
+        static let invalid = Flags(rawValue: 1 << 0)
+        static let suspended = Flags(rawValue: 1 << 1)
+        static let running = Flags(rawValue: 1 << 2)
+        static let missedWhileSuspended = Flags(rawValue: 1 << 3)
+        static let manualFirePending = Flags(rawValue: 1 << 4)
+    }
 
     /// The next deadline on the grid (C4): the first deadline plus a whole number of intervals.
     private(set) var nextDeadline: Int64
@@ -84,14 +93,36 @@ struct TimerStateMachine {
     /// ``MissedDeadlinePolicy`` in eight bytes: 0 coalesce, -1 skip, n ≥ 1 burst of at most n.
     private let policyCode: Int
     private var catchUp = CatchUp.none
-    private(set) var lifecycle = Lifecycle.active
-    private(set) var isSuspended = false
+    private var flags: Flags = []
+
+    private(set) var lifecycle: Lifecycle {
+        get { flags.contains(.invalid) ? .invalid : .active }
+        set { set(.invalid, newValue == .invalid) }
+    }
+    private(set) var isSuspended: Bool {
+        get { flags.contains(.suspended) }
+        set { set(.suspended, newValue) }
+    }
     /// Whether a delivery holds the timer (see the invariant above).
-    private(set) var isRunning = false
+    private(set) var isRunning: Bool {
+        get { flags.contains(.running) }
+        set { set(.running, newValue) }
+    }
     /// Whether `nextDeadline` passed while the timer was suspended: then it counts as missed (C5, C9).
-    private var missedWhileSuspended = false
+    private var missedWhileSuspended: Bool {
+        get { flags.contains(.missedWhileSuspended) }
+        set { set(.missedWhileSuspended, newValue) }
+    }
     /// Whether a run requested by `fire()` has not started yet (further requests merge into it).
-    private var hasPendingManualFire = false
+    private var hasPendingManualFire: Bool {
+        get { flags.contains(.manualFirePending) }
+        set { set(.manualFirePending, newValue) }
+    }
+
+    @inline(__always)
+    private mutating func set(_ flag: Flags, _ isOn: Bool) {
+        if isOn { flags.insert(flag) } else { flags.remove(flag) }
+    }
 
     init(firstDeadline: Int64, interval: Int64, policy: MissedDeadlinePolicy) {
         self.nextDeadline = firstDeadline
@@ -180,14 +211,15 @@ struct TimerStateMachine {
         return !isSuspended && !isRunning ? .place : .remove
     }
 
-    /// Makes the timer invalid (C8). Returns whether it was active: then the caller releases the
+    /// Makes the timer invalid (C8); releases nothing. Returns whether it was active: then the caller releases the
     /// handler and calls the invalidation hook. The caller takes it out of the store.
     @discardableResult
     mutating func invalidate() -> Bool {
         guard lifecycle == .active else { return false }
         lifecycle = .invalid
         hasPendingManualFire = false
-        if case .pending(let skipped, _) = catchUp { setCatchUp(skipped: skipped, burst: nil) }
+        // The catch-up record stays: an invalid machine never reads it, and letting it go here
+        // would release inside the caller's access to the timer's machine.
         return true
     }
 
@@ -267,9 +299,11 @@ struct TimerStateMachine {
             return gridFire(deadline, count: count, now: now)
         case .skip:
             if wasMissedWhileSuspended {
-                // Every due deadline was missed: nothing fires now; the next fire reports them.
+                // Every due deadline was missed: nothing fires now; the next fire reports them. The
+                // next deadline is after `now`, so the timer goes back to the store.
                 setCatchUp(skipped: skippedDeadlines.addingSaturating(count), burst: nil)
-                return nextStep(now: now, isShutDown: isShutDown)
+                isRunning = false
+                return .store(deadline: nextDeadline)
             }
             setCatchUp(skipped: skippedDeadlines.addingSaturating(count - 1), burst: nil)
             return gridFire(latestDue, count: 1, now: now)
