@@ -118,6 +118,59 @@ struct ScheduledCallbackTests {
         #expect(order.all == ["timer 10", "callback 10", "callback 20", "timer 20"])
     }
 
+    @Test("C10: reschedule(at:) moves a waiting callback in place — later or sooner, the same handle — and it runs once, at its new deadline only")
+    func rescheduleMovesInPlace() throws {
+        let clock = VirtualClock()
+        let start = clock.now
+        let runs = Recorder<TimerInstant>()
+        let callback = try clock.clock.schedule(at: .after(.seconds(10))) { runs.append(clock.now) }
+        #expect(try callback.reschedule(at: .after(.seconds(30))))
+        clock.advance(by: .seconds(20))
+        #expect(runs.all.isEmpty, "not at the old deadline")
+        #expect(callback.isPending)
+        #expect(try callback.reschedule(at: .at(start + .seconds(25))), "sooner")
+        clock.advance(by: .seconds(20))
+        #expect(runs.all == [start + .seconds(25)])
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test("C10, C8: reschedule(at:) returns false once the callback ran or was cancelled, and never brings it back")
+    func rescheduleAfterRunOrCancel() throws {
+        let clock = VirtualClock()
+        let ran = Counter()
+        let fired = try clock.clock.schedule(at: .after(.seconds(1))) { ran.increment() }
+        clock.advance(by: .seconds(1))
+        #expect(try !fired.reschedule(at: .after(.seconds(1))))
+        let cancelled = try clock.clock.schedule(at: .after(.seconds(1))) { ran.increment() }
+        cancelled.cancel()
+        #expect(try !cancelled.reschedule(at: .after(.seconds(1))))
+        clock.advance(by: .seconds(5))
+        #expect(ran.current == 1)
+        #expect(clock.pendingTimerCount == 0)
+    }
+
+    @Test("C2, C10: a rescheduled callback keeps its creation order among callbacks due at the same instant")
+    func rescheduleKeepsCreationOrder() throws {
+        let clock = VirtualClock()
+        let order = Recorder<String>()
+        let first = try clock.clock.schedule(at: .after(.seconds(5))) { order.append("first") }
+        try clock.clock.schedule(at: .after(.seconds(2))) { order.append("second") }
+        #expect(try first.reschedule(at: .after(.seconds(2))))
+        clock.advance(by: .seconds(3))
+        #expect(order.all == ["first", "second"])
+    }
+
+    @Test("C17: rescheduling to a bad deadline throws a clear error and leaves the callback where it was")
+    func rescheduleBadInput() throws {
+        let clock = VirtualClock()
+        let ran = Counter()
+        let callback = try clock.clock.schedule(at: .after(.seconds(1))) { ran.increment() }
+        #expect(throws: TimerError.durationOverflow) { try callback.reschedule(at: .after(.seconds(Int64.max))) }
+        #expect(throws: TimerError.clockMismatch(expected: .virtual, got: .wall)) { try callback.reschedule(at: .at(TimerClock.wall.now)) }
+        clock.advance(by: .seconds(1))
+        #expect(ran.current == 1)
+    }
+
     @Test("C17: bad input throws a clear error and schedules nothing; a start in the past runs at once")
     func badInput() throws {
         let clock = VirtualClock(start: .seconds(10))
@@ -166,6 +219,21 @@ extension RealTime {
                 #expect(run.thread == driverThread && timerRun.thread == driverThread)
             }
             #expect(run.thread != SystemClock.currentThreadID)
+        }
+
+        @Test("C2, C10: on a system clock, a callback moved sooner runs at its new deadline — the engine is armed for it — and never before it")
+        func rescheduleSoonerArmsTheEngine() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let runs = Recorder<Duration>()
+            let callback = try clock.schedule(at: .after(.seconds(3_600))) {}
+            let deadline = clock.now.advanced(by: .milliseconds(20))
+            let moved = try clock.schedule(at: .after(.seconds(3_600))) { runs.append(clock.now - deadline) }
+            #expect(try moved.reschedule(at: .at(deadline)))
+            #expect(await eventually { runs.count == 1 }, "the engine, armed for an hour, woke for the new deadline")
+            #expect(try #require(runs.all.first) >= .zero, "C2")
+            #expect(callback.isPending)
+            callback.cancel()
         }
 
         @Test("C3: callbacks whose tolerance windows overlap are served by one wake-up")

@@ -56,6 +56,22 @@ extension TimerEngine {
         return work != nil
     }
 
+    /// Moves a callback that is still waiting for its deadline to `deadline`, in place (no entry
+    /// freed or allocated); `false` once it is due and handed to its delivery, has run, was
+    /// cancelled, or its clock shut down.
+    func move(_ index: Int32, sequence: UInt32, to deadline: Int64) -> Bool {
+        let key: Int64?
+        if let (shard, raw) = shard(of: index) {
+            key = shard._withUnsafeGuaranteedRef { $0.withLock { $0.isShutDown ? nil : $0.store.moveCallback(raw, sequence: sequence, deadline: deadline) } }
+        } else {
+            key = state.withLock { $0.isShutDown ? nil : $0.store.moveCallback(index, sequence: sequence, deadline: deadline) }
+        }
+        guard let key else { return false }
+        // The store is updated first: a wake-up that reset `armed` meanwhile sees the new key.
+        armIfEarlier(key)
+        return true
+    }
+
     /// Whether a callback's run has not begun and still can.
     func isPending(_ index: Int32, sequence: UInt32) -> Bool {
         if let (shard, raw) = shard(of: index) {

@@ -26,7 +26,7 @@ import Dispatch
 ///
 /// So the heap holds the next few seconds, where deadlines come due and order matters, and the
 /// wheel holds the far future — the idle timeouts and deadlines that are mostly cancelled before
-/// they come near. The split was chosen by measurement (see BENCHMARKS.md): with a lookahead of
+/// they come near. The split was chosen by measurement (Benchmarks/results/HISTORY.md, "The store"): with a lookahead of
 /// one tick's worth of buckets (64 ms), a million timers due within seconds made the wheel cascade
 /// tens of thousands of entries at once, stalling fires by milliseconds, while the heap alone fired
 /// them within a fraction of a millisecond; and for timers seconds ahead, cancelled before they
@@ -187,6 +187,23 @@ struct TimerStore {
         switch entry.pointee.work {
         case .callback, .queued: return remove(index)
         case .timer, .none: return nil
+        }
+    }
+
+    /// Moves the callback created with `sequence` at `index` to a new deadline, in place, if it is
+    /// still in the store (not due and handed to its delivery, not run, not cancelled): the same
+    /// entry, its tolerance and creation order kept. Returns its new key, or `nil` when it could
+    /// not be moved.
+    mutating func moveCallback(_ index: Int32, sequence: UInt32, deadline: Int64) -> Int64? {
+        guard index >= 0, slab.isAllocated(index) else { return nil }
+        let entry = slab[index]
+        guard entry.pointee.sequence == sequence, TimerEntry.isStored(CallbackTicket.place(of: entry)) else { return nil }
+        switch entry.pointee.work {
+        case .callback, .queued:
+            move(index, deadline: deadline, slack: Int64(entry.pointee.slack))
+            return entry.pointee.key
+        case .timer, .none:
+            return nil
         }
     }
 

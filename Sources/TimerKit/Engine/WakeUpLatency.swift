@@ -38,7 +38,7 @@ struct WakeUpLatency: Equatable {
     /// How long before a high-precision deadline the driver wakes: one and a half times the
     /// estimate plus 30 µs — at least 100 µs, at most 5 ms (after a machine's sleep, say, the
     /// estimate is briefly large; the cap bounds the CPU time a spin can take). Chosen by
-    /// measurement against a smaller lead: BENCHMARKS.md, "Precision beyond the floor".
+    /// measurement against a smaller lead: Benchmarks/results/HISTORY.md, "Precision beyond the floor".
     @inline(__always)
     var spinLead: Int64 {
         min(max(nanoseconds + nanoseconds >> 1 + 30_000, 100_000), 5_000_000)

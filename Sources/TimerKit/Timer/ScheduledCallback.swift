@@ -22,6 +22,7 @@
 /// - C8: ``cancel()`` is idempotent, safe from any thread, stops the callback up to the instant its
 ///   run begins (also once it is due and on its way to its queue), and releases the closure (and
 ///   all it captured) before it returns; ``cancelAndWait()`` also waits for a run under way;
+/// - C10: ``reschedule(at:)`` moves it in place while it waits for its deadline;
 /// - C12: dropping the handle does not cancel it; the engine holds the closure until it runs;
 /// - C13: the handle is a value, safe to copy and use from any thread;
 /// - C15: the closure runs on the engine thread or on a queue;
@@ -83,6 +84,32 @@ public struct ScheduledCallback: Sendable, Hashable, CustomStringConvertible {
         if cancel() { return true }
         await engine.waitForRun(ofCallback: index, sequence: sequence)
         return false
+    }
+
+    /// Moves the callback to a new deadline in place (C10) — the reset of an idle timeout on every
+    /// request: the same handle, no allocation, O(1), its tolerance and delivery kept. Among
+    /// callbacks due at the same instant it keeps the place its creation gave it.
+    ///
+    /// ```swift
+    /// // on every request of the connection:
+    /// if try !idleTimeout.reschedule(at: .after(.seconds(30))) {
+    ///     // it fired (or is firing) already: the connection is being closed
+    /// }
+    /// ```
+    ///
+    /// A deadline in the past makes the callback due at once (C2 still holds: it runs no earlier
+    /// than its new deadline).
+    ///
+    /// - Returns: Whether the callback was moved: `false` once it has been taken for its run — it
+    ///   came due and was handed to its delivery, or it ran — and after ``cancel()`` or a shutdown
+    ///   of its clock. Then schedule a new one if you still need it.
+    /// - Throws: ``TimerError/durationOverflow`` for a deadline beyond the clock's range;
+    ///   ``TimerError/clockMismatch(expected:got:)`` for an instant of another clock.
+    @discardableResult
+    public func reschedule(at start: TimerStart) throws(TimerError) -> Bool {
+        let engine = engine
+        let deadline = try ScheduledTimer.firstDeadline(start, interval: 0, now: { engine.now() }, kind: engine.kind)
+        return engine.move(index, sequence: sequence, to: deadline)
     }
 
     public static func == (lhs: ScheduledCallback, rhs: ScheduledCallback) -> Bool {

@@ -12,7 +12,7 @@
 /// and fires. Lateness shrinks to the time it takes to read the clock and call the handler, in
 /// exchange for CPU time: the engine thread spins for the rest of the lead before every fire.
 /// What it buys and costs on a measured machine (lateness against the OS floor, CPU per fire) is in
-/// BENCHMARKS.md, "Precision beyond the floor". Use it for the few timers that need it — a frame
+/// BENCHMARKS.md, "precision with TimerPrecision.high". Use it for the few timers that need it — a frame
 /// clock, an audio or measurement loop — not for timeouts.
 ///
 /// What still holds in high precision:

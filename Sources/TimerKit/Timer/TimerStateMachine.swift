@@ -74,7 +74,7 @@ struct TimerStateMachine {
     }
 
     /// The machine's yes-or-no state, in one byte: a pending timer's object stays in the
-    /// allocator's 128-byte class (BENCHMARKS.md, memory per pending timer).
+    /// allocator's 128-byte class (BENCHMARKS.md, "Memory per pending timer").
     private struct Flags: OptionSet {
         let rawValue: UInt8
         static let invalid = Flags(rawValue: 1 << 0)

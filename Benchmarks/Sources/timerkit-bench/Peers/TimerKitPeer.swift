@@ -25,6 +25,13 @@ final class TimerKitPeer: Peer {
 
     func cancel(_ callback: ScheduledCallback) { callback.cancel() }
 
+    static var resetMethod: String { "`reschedule(at:)` in place" }
+
+    func reset(_ callback: ScheduledCallback, to deadline: Int64, id: Int, log: FireLog) throws -> ScheduledCallback {
+        if try callback.reschedule(at: TimerKitPeer.instant(deadline)) { return callback }
+        return try schedule(at: deadline, id: id, log: log)
+    }
+
     func perform(at deadline: Int64, on delivery: Delivery, _ work: @escaping @Sendable () -> Void) throws {
         try clock.schedule(at: TimerKitPeer.instant(deadline), delivery: self.delivery(delivery), work)
     }
