@@ -13,6 +13,9 @@ struct PostgresStoreTests {
     func options(_ change: (inout DurableTimers.Options) -> Void = { _ in }) -> DurableTimers.Options {
         var options = DurableTimers.Options()
         options.onError = { _ in }
+        // A generous call timeout: under load (the suite beside busy loops on every core, the
+        // server on the same 2 cores) a statement took over the default 5 s once in CI.
+        options.busyTimeout = .seconds(30)
         change(&options)
         return options
     }
