@@ -323,8 +323,8 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Runs a transition that may let go of the machine's catch-up record (``TimerStateMachine``
     /// boxes it) on a copy, and swaps the copy in: the old value is released after the access to
     /// `machine` has ended. A release inside that access could run arbitrary code as far as the
-    /// optimizer knows, and would make it check every access to `machine` at run time (about 30 ns
-    /// on a schedule and invalidate).
+    /// optimizer knows, and would make it check every access to `machine` at run time, on every
+    /// schedule and invalidate.
     @inline(__always)
     func transition<Result>(_ body: (inout TimerStateMachine) -> Result) -> Result {
         var copy = machine
