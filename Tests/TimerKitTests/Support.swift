@@ -44,6 +44,16 @@ func eventually(
     return condition()
 }
 
+/// Runs `body` on a thread of its own and returns its result. A test that computes for seconds
+/// without suspending (a model test over 10⁵ sequences) runs its loop here, so that it does not hold
+/// one of the cooperative pool's threads — on two cores, half of what every async test running beside
+/// it has (a starved pool once kept another suite's tasks from running for ten seconds).
+func onOwnThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: body()) }.start()
+    }
+}
+
 /// The suites that measure real time run one at a time, so that none is the others' load (the
 /// 8-thread stress test would otherwise decide the lateness of every other test). Virtual-clock
 /// suites stay parallel: they measure nothing.
