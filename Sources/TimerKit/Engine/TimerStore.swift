@@ -16,7 +16,8 @@ import Dispatch
 /// linked list threaded through the entries themselves. So:
 ///
 /// - inserting into the wheel and cancelling from it are O(1), with no allocation (entries live in
-///   a paged ``TimerSlab``);
+///   a paged ``TimerSlab``); moving a wheel entry later (a reset idle timeout) changes its deadline
+///   and leaves it in its bucket, which it leaves by its key when the bucket opens (``move(_:deadline:slack:)``);
 /// - every entry of a lower level comes before every entry of a higher level, so the earliest
 ///   bucket is the lowest set bit of the lowest non-zero bitmap: no scan;
 /// - when the earliest bucket comes within ``lookahead`` ticks (about 4.3 s) of now, it is
@@ -233,13 +234,39 @@ struct TimerStore {
     }
 
     /// Moves a stored entry to a new deadline in place: the same index, work and creation order,
-    /// nothing freed or allocated (a timer's `reschedule`).
+    /// nothing freed or allocated (a timer's `reschedule`, a callback's).
+    ///
+    /// A wheel entry whose key moves later stays in its bucket, and only its deadline changes — the
+    /// reset of an idle timeout touches one entry instead of unlinking it from its neighbours and
+    /// linking it to a bucket's tail. A bucket so holds entries whose keys are at or after its range
+    /// (never before it): when the bucket opens, each is re-placed by its key, so it reaches the
+    /// heap only once its tick comes, and order and deadlines stay exact (C2, C3). The bucket's
+    /// lower bound of deadlines stays a lower bound. A heap entry is sifted from where it is.
     mutating func move(_ index: Int32, deadline: Int64, slack: Int64) {
-        unplace(index)
         let entry = slab[index]
+        let newSlack = Self.clampedSlack(slack, deadline: deadline)
+        let newKey = deadline &+ Int64(newSlack)
+        let place = entry.pointee.place
+        if place <= -2, newKey >= entry.pointee.key {
+            let bucket = Int(-2 - place)
+            entry.pointee.deadline = deadline
+            entry.pointee.slack = newSlack
+            earliestDeadlines[bucket] = min(earliestDeadlines[bucket], deadline)
+            return
+        }
+        if place >= 0, layout == .heap || newKey >> Self.tickShift < horizon {
+            let position = Int(place)
+            entry.pointee.deadline = deadline
+            entry.pointee.slack = newSlack
+            let old = heap[position]
+            heap[position].key = newKey
+            if heap[position].precedes(old) { siftUp(position) } else { siftDown(position) }
+            return
+        }
+        unplace(index)
         entry.pointee.deadline = deadline
-        entry.pointee.slack = Self.clampedSlack(slack, deadline: deadline)
-        place(index)
+        entry.pointee.slack = newSlack
+        self.place(index)
     }
 
     /// The tolerance clamped to `0...UInt32.max` and so that the key does not overflow.
@@ -402,12 +429,16 @@ struct TimerStore {
     private func firstBucket() -> (level: Int, digit: Int, start: Int64)? {
         for level in 0..<Self.levelCount where bitmaps[level] != 0 {
             let digit = bitmaps[level].trailingZeroBitCount
-            let shift = Int64(level * Self.levelBits)
-            let above = shift + Int64(Self.levelBits)
-            let start = ((horizon >> above) << above) | (Int64(digit) << shift)
-            return (level, digit, start)
+            return (level, digit, bucketStart(level: level, digit: digit))
         }
         return nil
+    }
+
+    /// The first tick of a bucket: the horizon's digits above its level, its own digit at it.
+    func bucketStart(level: Int, digit: Int) -> Int64 {
+        let shift = Int64(level * Self.levelBits)
+        let above = shift + Int64(Self.levelBits)
+        return ((horizon >> above) << above) | (Int64(digit) << shift)
     }
 
     /// Empties a bucket: a level-0 bucket into the heap, a higher one down the levels; the horizon
