@@ -69,7 +69,8 @@ struct TimerStoreTests {
                 let scale = [Int64(3), Self.tick, 64 * Self.tick, 4_096 * Self.tick, 1 << 40][Int.random(in: 0..<5, using: &random)]
                 let base = Int.random(in: 0..<4, using: &random) == 0 ? now - 50 : model[position].deadline
                 let deadline = base + Int64.random(in: 0...scale, using: &random)
-                let slack = Bool.random(using: &random) ? model[position].key - model[position].deadline : Int64.random(in: 0...(100 * Self.tick), using: &random)
+                let slack =
+                    Bool.random(using: &random) ? model[position].key - model[position].deadline : Int64.random(in: 0...(100 * Self.tick), using: &random)
                 store.move(model[position].index, deadline: deadline, slack: slack)
                 model[position].deadline = deadline
                 model[position].key = deadline + slack
