@@ -16,6 +16,8 @@ struct Capabilities: OptionSet, Sendable {
     static let manyRepeating = Capabilities(rawValue: 1 << 4)
     /// Schedules and cancels one-shots from any thread at once (mtchurn).
     static let anyThread = Capabilities(rawValue: 1 << 5)
+    /// Gives a one-shot a tolerance (scale's variant with a tolerance).
+    static let oneShotTolerance = Capabilities(rawValue: 1 << 6)
 }
 
 /// Where a peer runs a handler.
@@ -55,6 +57,10 @@ protocol Peer: AnyObject, Sendable {
     /// Schedules a one-shot timer at `deadline` that calls `log.fired(id, at: now())`.
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> OneShot
 
+    /// Schedules a one-shot timer at `deadline` that may fire up to `tolerance` nanoseconds later,
+    /// so that the peer can serve several with one wake-up (peers with ``Capabilities/oneShotTolerance``).
+    func schedule(at deadline: Int64, tolerance: Int64, id: Int, log: FireLog) throws -> OneShot
+
     /// Cancels a one-shot timer that has not fired.
     func cancel(_ timer: OneShot)
 
@@ -92,6 +98,11 @@ extension Peer {
 
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> OneShot {
         throw BenchError.unsupported("\(Self.name) has no one-shot timers")
+    }
+
+    func schedule(at deadline: Int64, tolerance: Int64, id: Int, log: FireLog) throws -> OneShot {
+        guard tolerance == 0 else { throw BenchError.unsupported("\(Self.name) has no tolerance for one-shots") }
+        return try schedule(at: deadline, id: id, log: log)
     }
 
     func cancel(_ timer: OneShot) {}

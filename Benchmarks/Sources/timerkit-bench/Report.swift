@@ -68,6 +68,13 @@ enum Report {
                         + ratio(result, base, "cpu_ns_per_fire") + " |\n"
                 }
             }
+            for n in Scenario.scale.parameters(quick: quick) where Scenario.scaleTolerance(n) > 0 {
+                let outside = peerNames.compactMap { peer -> String? in
+                    guard let result = lookup(.scale, peer, n), result.status != .notApplicable else { return nil }
+                    return "\(peer) " + cells(result, ["outside_window"], digits: 0)
+                }
+                if !outside.isEmpty { out += "\nFires outside their window (before the deadline or after deadline + tolerance), \(count(n)): " + outside.joined(separator: ", ") + ".\n" }
+            }
             out +=
                 "\nHeap: malloc bytes in use (uordblks + hblkhd, summed over every malloc arena via malloc_info) after scheduling minus before, over N. CPU: process user+system time from the start to the last fire, over N. An incomplete run (not every timer fired before the limit) is marked \"(incomplete)\".\n"
         }
@@ -204,6 +211,9 @@ enum Report {
     }
 
     static func count(_ parameter: String) -> String {
+        if let at = parameter.firstIndex(of: "@") {
+            return "\(count(String(parameter[..<at]))), tolerance \(parameter[parameter.index(after: at)...])"
+        }
         guard let value = Int(parameter) else { return parameter }
         if value >= 1_000_000 { return "\(value / 1_000_000)M" }
         if value >= 1_000 { return "\(value / 1_000)k" }

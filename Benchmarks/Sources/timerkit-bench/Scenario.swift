@@ -21,7 +21,7 @@ enum Scenario: String, CaseIterable, Sendable {
         switch self {
         case .precision, .busyOther, .busySame: [""]
         case .churn: quick ? ["0", "10000"] : ["0", "10000", "100000"]
-        case .scale: quick ? ["10000", "100000"] : ["10000", "100000", "1000000"]
+        case .scale: quick ? ["10000", "100000"] : ["10000", "100000", "1000000", "1000000@1ms"]
         case .wakeups: ["0", "0.1"]
         case .reset: ["100000"]
         case .frames: [""]
@@ -34,7 +34,8 @@ enum Scenario: String, CaseIterable, Sendable {
         switch self {
         case .precision, .busyOther, .frames: [.repeating]
         case .busySame: [.repeating, .blockable]
-        case .churn, .scale, .reset: [.oneShot]
+        case .scale: Self.scaleTolerance(parameter) > 0 ? [.oneShot, .oneShotTolerance] : [.oneShot]
+        case .churn, .reset: [.oneShot]
         case .mtchurn: [.oneShot, .anyThread]
         case .wakeups: parameter == "0" ? [.manyRepeating] : [.manyRepeating, .tolerance]
         }
@@ -53,13 +54,22 @@ enum Scenario: String, CaseIterable, Sendable {
         switch self {
         case .precision: Double(Self.precisionFires(quick: quick)) * 0.010 + 10
         case .churn: quick ? 15 : 30
-        case .scale: parameter == "1000000" ? 60 : (quick ? 12 : 30)
+        case .scale: parameter.hasPrefix("1000000") ? 60 : (quick ? 12 : 30)
         case .busyOther, .busySame: 10
         case .wakeups: Double(Self.wakeupWindow(quick: quick)) / 1e9 + 15
         case .reset: quick ? 20 : 40
         case .frames: Double(Self.frameDuration(quick: quick)) / 1e9 + 15
         case .mtchurn: Double(Self.mtchurnDuration(quick: quick)) / 1e9 + 20
         }
+    }
+
+    /// Scale's parameter: N, or N@Tms for timers with a tolerance of T ms.
+    static func scaleCount(_ parameter: String) -> Int { Int(parameter.split(separator: "@").first ?? "") ?? 10_000 }
+
+    /// The tolerance in nanoseconds of scale's parameter (0 without `@`).
+    static func scaleTolerance(_ parameter: String) -> Int64 {
+        guard let suffix = parameter.split(separator: "@").dropFirst().first, suffix.hasSuffix("ms") else { return 0 }
+        return (Int64(suffix.dropLast(2)) ?? 0) * NS.millisecond
     }
 
     static func precisionFires(quick: Bool) -> Int { quick ? 200 : 500 }
@@ -81,7 +91,8 @@ enum Scenario: String, CaseIterable, Sendable {
                 peer, operations: Self.churnOperations(quick: quick), pending: Int(parameter) ?? 0,
                 timeLimit: (quick ? 2 : 4) * NS.second)
         case .scale:
-            return try Scale.run(peer, n: Int(parameter) ?? 10_000, grace: (quick ? 3 : 10) * NS.second)
+            return try Scale.run(
+                peer, n: Self.scaleCount(parameter), tolerance: Self.scaleTolerance(parameter), grace: (quick ? 3 : 10) * NS.second)
         case .busyOther, .busySame:
             return try Busy.run(peer, same: self == .busySame, duration: Self.busyDuration(quick: quick))
         case .wakeups:

@@ -24,8 +24,12 @@ class DispatchTimerPeer: @unchecked Sendable {
     }
 
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> any DispatchSourceTimer {
+        try schedule(at: deadline, tolerance: 0, id: id, log: log)
+    }
+
+    func schedule(at deadline: Int64, tolerance: Int64, id: Int, log: FireLog) throws -> any DispatchSourceTimer {
         let source = DispatchSource.makeTimerSource(queue: queue)
-        source.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(deadline)), leeway: .nanoseconds(0))
+        source.schedule(deadline: DispatchTime(uptimeNanoseconds: UInt64(deadline)), leeway: .nanoseconds(Int(tolerance)))
         source.setEventHandler { log.fired(id, at: KernelClock.monotonic()) }
         source.activate()
         return source
@@ -74,14 +78,14 @@ private final class SourceBox: @unchecked Sendable {
 /// Dispatch timers delivered on one serial queue.
 final class DispatchSerialPeer: DispatchTimerPeer, Peer, @unchecked Sendable {
     static let name = "dispatch-serial"
-    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .oneShotTolerance, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
     required init() { super.init(queue: DispatchQueue(label: "bench.dispatch.serial")) }
 }
 
 /// Dispatch timers delivered on the default global (concurrent) queue.
 final class DispatchGlobalPeer: DispatchTimerPeer, Peer, @unchecked Sendable {
     static let name = "dispatch-global"
-    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .oneShotTolerance, .anyThread, .repeating, .tolerance, .manyRepeating]
     static let limitations = "dispatch-global: busy-same n/a (a concurrent queue cannot be the blocked serial context)"
     required init() { super.init(queue: DispatchQueue.global()) }
 }

@@ -10,7 +10,7 @@ final class TimerKitPeer: Peer {
     typealias OneShot = ScheduledCallback
 
     static let name = "timerkit"
-    static let capabilities: Capabilities = [.oneShot, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
+    static let capabilities: Capabilities = [.oneShot, .oneShotTolerance, .anyThread, .repeating, .tolerance, .blockable, .manyRepeating]
 
     let clock = TimerClock.continuous
     let blockedQueue = DispatchQueue(label: "bench.timerkit.blocked")
@@ -21,6 +21,10 @@ final class TimerKitPeer: Peer {
 
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> ScheduledCallback {
         try clock.schedule(at: TimerKitPeer.instant(deadline)) { log.fired(id, at: KernelClock.boottime()) }
+    }
+
+    func schedule(at deadline: Int64, tolerance: Int64, id: Int, log: FireLog) throws -> ScheduledCallback {
+        try clock.schedule(at: TimerKitPeer.instant(deadline), tolerance: .nanoseconds(tolerance)) { log.fired(id, at: KernelClock.boottime()) }
     }
 
     func cancel(_ callback: ScheduledCallback) { callback.cancel() }
@@ -123,7 +127,7 @@ final class TimerKitTimerPeer: Peer {
     typealias OneShot = ScheduledTimer
 
     static let name = "timerkit-timer"
-    static let capabilities: Capabilities = [.oneShot, .anyThread]
+    static let capabilities: Capabilities = [.oneShot, .oneShotTolerance, .anyThread]
     static let isVariant = true
 
     let clock = TimerClock.dedicated(.continuous)
@@ -134,6 +138,12 @@ final class TimerKitTimerPeer: Peer {
 
     func schedule(at deadline: Int64, id: Int, log: FireLog) throws -> ScheduledTimer {
         try ScheduledTimer.once(at: TimerKitPeer.instant(deadline), clock: clock) { _, _ in
+            log.fired(id, at: KernelClock.boottime())
+        }
+    }
+
+    func schedule(at deadline: Int64, tolerance: Int64, id: Int, log: FireLog) throws -> ScheduledTimer {
+        try ScheduledTimer.once(at: TimerKitPeer.instant(deadline), tolerance: .nanoseconds(tolerance), clock: clock) { _, _ in
             log.fired(id, at: KernelClock.boottime())
         }
     }

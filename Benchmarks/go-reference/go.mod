@@ -1,0 +1,3 @@
+module timerkit/go-reference
+
+go 1.27
