@@ -73,7 +73,11 @@ enum Report {
                     guard let result = lookup(.scale, peer, n), result.status != .notApplicable else { return nil }
                     return "\(peer) " + cells(result, ["outside_window"], digits: 0)
                 }
-                if !outside.isEmpty { out += "\nFires outside their window (before the deadline or after deadline + tolerance), \(count(n)): " + outside.joined(separator: ", ") + ".\n" }
+                if !outside.isEmpty {
+                    out +=
+                        "\nFires outside their window (before the deadline or after deadline + tolerance), \(count(n)): " + outside.joined(separator: ", ")
+                        + ".\n"
+                }
             }
             out +=
                 "\nHeap: malloc bytes in use (uordblks + hblkhd, summed over every malloc arena via malloc_info) after scheduling minus before, over N. CPU: process user+system time from the start to the last fire, over N. An incomplete run (not every timer fired before the limit) is marked \"(incomplete)\".\n"
