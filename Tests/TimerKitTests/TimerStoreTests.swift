@@ -91,9 +91,10 @@ struct TimerStoreTests {
                 if model.contains(where: { $0.key <= now }) { mismatches.leftBehind += 1 }
                 if let first = modelFirst(), model[first].deadline <= now { mismatches.leftBehind += 1 }
                 // The engine wakes in time for the first key, and never for a time already past
-                // (that would spin).
+                // (that would spin) — also when it wakes early by the time its deliveries take.
                 if let first = modelFirst() {
-                    let wakeUp = store.wakeUpTime(now: now) ?? .max
+                    let reserve = Bool.random(using: &random) ? 0 : Int64.random(in: 0...(200 * Self.tick), using: &random)
+                    let wakeUp = store.wakeUpTime(now: now, reserve: reserve) ?? .max
                     if wakeUp > model[first].key { mismatches.lateWakeUp += 1 }
                     if wakeUp <= now { mismatches.spinningWakeUp += 1 }
                 }

@@ -9,9 +9,10 @@ extension TimerEngine {
     /// Fires every due timer. Called by the driver when it wakes; returns `false` once the engine is
     /// shut down, telling the driver to stop.
     ///
-    /// The engine wakes at the earliest *latest-acceptable* instant (deadline + tolerance) and then
-    /// takes every timer whose deadline has come, so timers whose tolerance windows overlap share the
-    /// wake-up (C3), and none fires before its deadline (C2).
+    /// The engine wakes at the earliest *latest-acceptable* instant (deadline + tolerance, less its
+    /// wake-up latency and the time its deliveries take: ``DeliveryReserve``) and then takes every
+    /// timer whose deadline has come, so timers whose tolerance windows overlap share the wake-up
+    /// (C3), and none fires before its deadline (C2).
     func serviceDueTimers() -> Bool {
         // The driver calls this from one thread (or one serial queue) at a time, so the buffer of
         // due timers is reused from wake-up to wake-up: no allocation on the common path.
@@ -53,7 +54,7 @@ extension TimerEngine {
                     due.append(work)
                     if policy.shardsCallbacks { dueDeadlines.append(deadline) }
                 }
-                return (true, state.store.wakeUpTime(now: now) ?? .max)
+                return (true, state.store.wakeUpTime(now: now, reserve: deliveryReserve.nanoseconds) ?? .max)
             }
             guard keepRunning else { return false }
             var next = mainNext
@@ -71,7 +72,10 @@ extension TimerEngine {
                 (!due.isEmpty || !precise.isEmpty) && pass + 1 < Self.passesPerWakeUp
                 && next <= SystemClock.now(kind) + currentWakeUpLatency.nearWindow
             if !again { armIfEarlier(next) }
-            deliver(due)
+            if !due.isEmpty {
+                deliver(due)
+                deliveryReserve.record(SystemClock.now(kind) - now)
+            }
             due.removeAll(keepingCapacity: true)
             dueDeadlines.removeAll(keepingCapacity: true)
             if !precise.isEmpty { deliverPrecisely(&precise) }
@@ -100,6 +104,7 @@ extension TimerEngine {
     /// deadline order (each store's own order kept); returns the earliest wake-up the shards need.
     private func takeDueCallbacks(by now: Int64, into due: inout [TimerStore.DueWork]) -> Int64 {
         var next = Int64.max
+        let reserve = deliveryReserve.nanoseconds
         var sources: [Range<Int>] = []
         var collected = shardDue
         shardDue = []
@@ -112,7 +117,7 @@ extension TimerEngine {
                     let encoded = CallbackTicket(index: CallbackShard.encode(ticket.index, shard: number + 1), entry: ticket.entry, queue: ticket.queue)
                     collected.append((.callback(encoded), deadline))
                 }
-                return shard.store.wakeUpTime(now: now) ?? .max
+                return shard.store.wakeUpTime(now: now, reserve: reserve) ?? .max
             }
             next = min(next, shardNext)
             if collected.count > start { sources.append(start..<collected.count) }

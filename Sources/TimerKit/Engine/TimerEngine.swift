@@ -124,6 +124,10 @@ final class TimerEngine: @unchecked Sendable {
     var shardDue: [(work: TimerStore.DueWork, deadline: Int64)] = []
     /// High-precision timers taken out of the store before their deadlines, with those deadlines.
     var preciseBuffer: [(timer: ScheduledTimer, deadline: Int64)] = []
+    /// How long a wake-up's deliveries take, as the driver learns it — a decaying maximum, in
+    /// nanoseconds: the driver wakes that much before the end of a tolerance window, so that the
+    /// last fire of the batch it takes still lands in the window (C3).
+    var deliveryReserve = DeliveryReserve()
     /// The entries of engine-thread callbacks that ran, to be freed together.
     var finishedBuffer: [Int32] = []
 

@@ -333,10 +333,15 @@ struct TimerStore {
     /// wake: at the first entry's key, or when the next bucket comes within the lookahead, whichever
     /// is earlier — always after `now`, once everything due by `now` was removed. `nil` when nothing
     /// is held.
-    mutating func wakeUpTime(now: Int64) -> Int64? {
+    ///
+    /// - Parameter reserve: wake this much before the first entry's key, but not before its
+    ///   deadline: the time the delivery of a wake-up's batch takes (``DeliveryReserve``).
+    mutating func wakeUpTime(now: Int64, reserve: Int64 = 0) -> Int64? {
         let nowTick = now >> Self.tickShift
         while let bucket = firstBucket(), bucket.start <= nowTick + Self.lookahead { open(bucket) }
-        let keyTime = heap.first?.key
+        let keyTime = heap.first.map { first in
+            reserve > 0 && first.key != .max ? max(first.key - reserve, slab[first.index].pointee.deadline) : first.key
+        }
         guard let bucket = firstBucket() else {
             // Empty: the horizon may catch up with now, so that new entries land on low levels.
             if keyTime == nil { horizon = max(horizon, nowTick + Self.lookahead) }

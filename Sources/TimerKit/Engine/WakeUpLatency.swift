@@ -54,3 +54,25 @@ struct WakeUpLatency: Equatable {
         min(nanoseconds / 2, 50_000)
     }
 }
+
+/// How long the deliveries of one wake-up take, as a system clock's engine learns it: a decaying
+/// maximum, capped. A wake-up takes every entry whose deadline has come and delivers them in
+/// deadline order; under a dense stream of timers with tolerances (a million over two seconds, a
+/// millisecond each) a batch takes hundreds of microseconds, and the driver, woken at the end of
+/// the first window, delivered the batch's last fires after theirs. So the driver wakes this much
+/// before an entry's key — never before its deadline — and the batch ends inside the windows (C3).
+/// Timers without a tolerance are unaffected: their key is their deadline.
+struct DeliveryReserve: Equatable {
+    /// The estimate, in nanoseconds.
+    private(set) var nanoseconds: Int64 = 0
+
+    /// At most this much is reserved (a slow handler's run is not what a window can absorb).
+    static let cap: Int64 = 5_000_000
+
+    /// Learns from one wake-up whose deliveries took `duration` nanoseconds; the estimate decays by
+    /// 1/16 per wake-up.
+    @inline(__always)
+    mutating func record(_ duration: Int64) {
+        nanoseconds = max(min(duration, Self.cap), nanoseconds - nanoseconds >> 4)
+    }
+}
