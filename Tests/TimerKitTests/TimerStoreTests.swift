@@ -54,7 +54,7 @@ struct TimerStoreTests {
                 // values near now, so that ties are common.
                 let scale = [Int64(0), 3, Self.tick, 64 * Self.tick, 4_096 * Self.tick, 20_000 * Self.tick, 1 << 40][Int.random(in: 0..<7, using: &random)]
                 let deadline = now - 50 + Int64.random(in: 0...max(scale, 100), using: &random)
-                let slack = Bool.random(using: &random) ? 0 : Int64.random(in: 0...(100 * Self.tick), using: &random)
+                let slack = Self.randomSlack(&random)
                 let index = store.insert(.none, deadline: deadline, slack: slack, sequence: sequence)
                 model.append(ModelEntry(index: index, deadline: deadline, key: deadline + slack, sequence: sequence))
                 sequence += 1
@@ -69,8 +69,7 @@ struct TimerStoreTests {
                 let scale = [Int64(3), Self.tick, 64 * Self.tick, 4_096 * Self.tick, 1 << 40][Int.random(in: 0..<5, using: &random)]
                 let base = Int.random(in: 0..<4, using: &random) == 0 ? now - 50 : model[position].deadline
                 let deadline = base + Int64.random(in: 0...scale, using: &random)
-                let slack =
-                    Bool.random(using: &random) ? model[position].key - model[position].deadline : Int64.random(in: 0...(100 * Self.tick), using: &random)
+                let slack = Bool.random(using: &random) ? model[position].key - model[position].deadline : Self.randomSlack(&random)
                 store.move(model[position].index, deadline: deadline, slack: slack)
                 model[position].deadline = deadline
                 model[position].key = deadline + slack
@@ -116,6 +115,28 @@ struct TimerStoreTests {
         #expect(mismatches.invariants == 0, "the store's structure is sound after every step: \(mismatches.firstViolation ?? "")")
         #expect(store.removeAll().count == model.count)
         #expect(store.count == 0)
+    }
+
+    /// None half the time; else up to 100 ticks, or up to the most the store keeps (UInt32.max ns,
+    /// about 4.3 s: an entry whose deadline has come while its key is in a far bucket).
+    static func randomSlack(_ random: inout SeededRandom) -> Int64 {
+        switch Int.random(in: 0..<8, using: &random) {
+        case 0..<4: 0
+        case 4..<7: Int64.random(in: 0...(100 * tick), using: &random)
+        default: Int64.random(in: 0...Int64(UInt32.max), using: &random)
+        }
+    }
+
+    @Test("C3: the wake-up comes the delivery reserve before the first key, never before that entry's deadline, never after its key")
+    func wakeUpReserve() {
+        let now: Int64 = 1_000 * Self.tick
+        for (slack, reserve) in [(Int64(0), Int64(500_000)), (2_000_000, 500_000), (2_000_000, 3_000_000), (2_000_000, 0)] {
+            var store = TimerStore(layout: .wheel, now: now)
+            let deadline = now + 10 * Self.tick
+            _ = store.insert(.none, deadline: deadline, slack: slack, sequence: 1)
+            _ = store.insert(.none, deadline: deadline + 100 * Self.tick, slack: 0, sequence: 2)
+            #expect(store.wakeUpTime(now: now, reserve: reserve) == max(deadline + slack - reserve, deadline), "slack \(slack), reserve \(reserve)")
+        }
     }
 
     @Test("C16: a slab reuses freed entries and gives its pages back once empty", arguments: [TimerStore.Layout.wheel, .heap])

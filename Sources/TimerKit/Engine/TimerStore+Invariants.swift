@@ -6,8 +6,8 @@ extension TimerStore {
     ///   position match its entry's;
     /// - each wheel bucket's list is linked both ways from its head to its tail, its bitmap bit is
     ///   set exactly when the list is not empty, and every entry in it names the bucket, lies at or
-    ///   after the horizon and at or after the bucket's start (after its range only once it was
-    ///   moved later in place), and has a deadline no earlier than the bucket's lower bound;
+    ///   after the horizon, has the bucket's digit at the bucket's level, and has a deadline no
+    ///   earlier than the bucket's lower bound;
     /// - the heap and the wheel together hold exactly ``count`` entries; with ``Layout/heap`` the
     ///   wheel is empty.
     func invariantViolations() -> [String] {
@@ -34,8 +34,8 @@ extension TimerStore {
                 if entry.place != -2 - Int32(bucket) { problems.append("bucket \(bucket): entry \(index) says it is at \(entry.place)") }
                 if entry.previous != previous { problems.append("bucket \(bucket): entry \(index) links back to \(entry.previous), not \(previous)") }
                 if tick < horizon { problems.append("bucket \(bucket): entry \(index) lies before the horizon") }
-                if tick < bucketStart(level: level, digit: digit) {
-                    problems.append("bucket \(bucket): entry \(index) lies before the start of its bucket at level \(level)")
+                if Int(truncatingIfNeeded: tick >> Int64(level * Self.levelBits)) & (Self.bucketsPerLevel - 1) != digit {
+                    problems.append("bucket \(bucket): entry \(index) has another digit at level \(level)")
                 }
                 if entry.deadline < earliestDeadlines[bucket] { problems.append("bucket \(bucket): entry \(index) is due before the bucket's bound") }
                 previous = index

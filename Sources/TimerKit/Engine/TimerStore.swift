@@ -16,8 +16,8 @@ import Dispatch
 /// linked list threaded through the entries themselves. So:
 ///
 /// - inserting into the wheel and cancelling from it are O(1), with no allocation (entries live in
-///   a paged ``TimerSlab``); moving a wheel entry later (a reset idle timeout) changes its deadline
-///   and leaves it in its bucket, which it leaves by its key when the bucket opens (``move(_:deadline:slack:)``);
+///   a paged ``TimerSlab``); moving a wheel entry within its bucket's range (a reset idle timeout,
+///   pushed back by the time since its last reset) only changes its deadline (``move(_:deadline:slack:)``);
 /// - every entry of a lower level comes before every entry of a higher level, so the earliest
 ///   bucket is the lowest set bit of the lowest non-zero bitmap: no scan;
 /// - when the earliest bucket comes within ``lookahead`` ticks (about 4.3 s) of now, it is
@@ -33,7 +33,7 @@ import Dispatch
 /// them within a fraction of a millisecond; and for timers seconds ahead, cancelled before they
 /// come near, the wheel is O(1) whatever is pending.
 ///
-/// Buckets are opened when the engine computes its next wake-up (``wakeUpTime(now:)``, which also
+/// Buckets are opened when the engine computes its next wake-up (``wakeUpTime(now:reserve:)``, which also
 /// wakes it when the next bucket comes within the lookahead), and on demand when the heap runs dry
 /// (each bucket keeps a lower bound of its deadlines, so one holding a due deadline is opened in
 /// time). The heap decides the exact order, so grouping entries in buckets never makes a fire
@@ -236,18 +236,20 @@ struct TimerStore {
     /// Moves a stored entry to a new deadline in place: the same index, work and creation order,
     /// nothing freed or allocated (a timer's `reschedule`, a callback's).
     ///
-    /// A wheel entry whose key moves later stays in its bucket, and only its deadline changes — the
-    /// reset of an idle timeout touches one entry instead of unlinking it from its neighbours and
-    /// linking it to a bucket's tail. A bucket so holds entries whose keys are at or after its range
-    /// (never before it): when the bucket opens, each is re-placed by its key, so it reaches the
-    /// heap only once its tick comes, and order and deadlines stay exact (C2, C3). The bucket's
-    /// lower bound of deadlines stays a lower bound. A heap entry is sifted from where it is.
+    /// A wheel entry whose new key falls in the range of the bucket it is in stays there, and only
+    /// its deadline changes: the bucket is where placing it anew would put it, so the wheel stays
+    /// exact. An idle timeout pushed back by the time since its last reset mostly stays in its
+    /// bucket (one 30 s ahead sits in a bucket 4.3 s wide), so its reset touches one entry instead of
+    /// unlinking it from its neighbours and linking it to a bucket's tail. (Leaving an entry moved
+    /// past its bucket's range where it is would be cheaper still, but a bucket holding only such
+    /// entries would hide a later bucket's due entry from ``takeFirst(dueBy:)`` until the next
+    /// wake-up computation.) A heap entry that stays in the heap is sifted from where it is.
     mutating func move(_ index: Int32, deadline: Int64, slack: Int64) {
         let entry = slab[index]
         let newSlack = Self.clampedSlack(slack, deadline: deadline)
         let newKey = deadline &+ Int64(newSlack)
         let place = entry.pointee.place
-        if place <= -2, newKey >= entry.pointee.key {
+        if place <= -2, isInRange(newKey >> Self.tickShift, ofBucket: Int(-2 - place)) {
             let bucket = Int(-2 - place)
             entry.pointee.deadline = deadline
             entry.pointee.slack = newSlack
@@ -330,9 +332,9 @@ struct TimerStore {
     }
 
     /// Opens every bucket that has come within the lookahead, then tells when the driver should
-    /// wake: at the first entry's key, or when the next bucket comes within the lookahead, whichever
-    /// is earlier — always after `now`, once everything due by `now` was removed. `nil` when nothing
-    /// is held.
+    /// wake: at the first entry's key (less `reserve`, not before its deadline), or when the next
+    /// bucket comes within the lookahead, whichever is earlier — always after `now`, once everything
+    /// due by `now` was removed. `nil` when nothing is held.
     ///
     /// - Parameter reserve: wake this much before the first entry's key, but not before its
     ///   deadline: the time the delivery of a wake-up's batch takes (``DeliveryReserve``).
@@ -440,10 +442,18 @@ struct TimerStore {
     }
 
     /// The first tick of a bucket: the horizon's digits above its level, its own digit at it.
-    func bucketStart(level: Int, digit: Int) -> Int64 {
+    private func bucketStart(level: Int, digit: Int) -> Int64 {
         let shift = Int64(level * Self.levelBits)
         let above = shift + Int64(Self.levelBits)
         return ((horizon >> above) << above) | (Int64(digit) << shift)
+    }
+
+    /// Whether `tick` is one of the bucket's: where ``place(_:)`` would put an entry of that tick.
+    @inline(__always)
+    private func isInRange(_ tick: Int64, ofBucket bucket: Int) -> Bool {
+        let level = bucket >> Self.levelBits
+        let start = bucketStart(level: level, digit: bucket & (Self.bucketsPerLevel - 1))
+        return tick >= start && tick - start < Int64(1) << Int64(level * Self.levelBits)
     }
 
     /// Empties a bucket: a level-0 bucket into the heap, a higher one down the levels; the horizon
