@@ -47,16 +47,27 @@ def main():
     for row in rows:
         figures.setdefault(row["peer"], []).append(row["ns_per_op"])
     go = statistics.median(figures["go-timer-reset"])
+    # Each round's figure over the same round's Go figure: a noisy spell that slowed one round of
+    # every peer cancels out.
+    ratios = {}
+    round_size = len(PEERS) + 1
+    for start in range(0, len(rows) - round_size + 1, round_size):
+        in_round = rows[start:start + round_size]
+        go_round = next(row["ns_per_op"] for row in in_round if row["peer"] == "go-timer-reset")
+        for row in in_round:
+            ratios.setdefault(row["peer"], []).append(row["ns_per_op"] / go_round)
     print(f"load average {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f} at the start, "
           f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} at the end; {args.rounds} interleaved rounds\n")
-    print("| peer | ns per reset: median (min–max) | ÷ Go | runs |")
-    print("|---|--:|--:|--:|")
+    print("| peer | ns per reset: median (min–max) | ÷ Go (medians) | ÷ Go per round: median (min–max) | runs |")
+    print("|---|--:|--:|--:|--:|")
     for peer in PEERS + ["go-timer-reset"]:
         values = figures.get(peer, [])
         if not values:
             continue
         median = statistics.median(values)
-        print(f"| {peer} | {median:.0f} ({min(values):.0f}–{max(values):.0f}) | {median / go:.2f} | {len(values)} |")
+        per_round = ratios.get(peer, [])
+        spread = f"{statistics.median(per_round):.2f} ({min(per_round):.2f}–{max(per_round):.2f})" if per_round else "–"
+        print(f"| {peer} | {median:.0f} ({min(values):.0f}–{max(values):.0f}) | {median / go:.2f} | {spread} | {len(values)} |")
 
 
 if __name__ == "__main__":
