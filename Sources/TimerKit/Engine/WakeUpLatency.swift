@@ -69,8 +69,10 @@ struct DeliveryReserve: Equatable {
     /// At most this much is reserved (a slow handler's run is not what a window can absorb).
     static let cap: Int64 = 5_000_000
 
-    /// Learns from one wake-up whose deliveries took `duration` nanoseconds; the estimate decays by
-    /// 1/16 per wake-up.
+    /// Learns from one wake-up whose deliveries took `duration` nanoseconds (0 for a wake-up that
+    /// delivered one fire, which no other fire waited for); the estimate decays by 1/16 per wake-up
+    /// that delivered something. The duration counts the handlers run on the engine thread, which
+    /// the batch's later fires wait for too.
     @inline(__always)
     mutating func record(_ duration: Int64) {
         nanoseconds = max(min(duration, Self.cap), nanoseconds - nanoseconds >> 4)
