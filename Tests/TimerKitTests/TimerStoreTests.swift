@@ -64,7 +64,8 @@ struct TimerStoreTests {
                 model.remove(at: position)
             case 12..<15 where !model.isEmpty:
                 // A reset: mostly later than the entry's deadline (an idle timeout pushed back,
-                // which a wheel entry takes in place), sometimes anywhere; the creation order stays.
+                // which a wheel entry takes in place while it stays in its bucket), sometimes anywhere;
+                // the creation order stays.
                 let position = Int.random(in: 0..<model.count, using: &random)
                 let scale = [Int64(3), Self.tick, 64 * Self.tick, 4_096 * Self.tick, 1 << 40][Int.random(in: 0..<5, using: &random)]
                 let base = Int.random(in: 0..<4, using: &random) == 0 ? now - 50 : model[position].deadline
