@@ -52,7 +52,7 @@ extension RealTime {
         /// the store action, the delivery's decision under the lock — and stops there: the run is
         /// decided but has not begun.
         func decideManualRun(_ timer: ScheduledTimer) -> TimerEngine.DeliveryStep {
-            timer.engine.state.withLock { state in
+            timer.withShard { state in
                 let (accepted, action) = timer.machine.requestManualFire(isShutDown: state.isShutDown)
                 let holdsDelivery = timer.engine.carryOut(action, for: timer, &state)
                 #expect(accepted && holdsDelivery)
@@ -74,7 +74,7 @@ extension RealTime {
             timer.invalidate()
             let began = timer.runGate.begin()
             #expect(!began, "the decided run cannot begin once invalidate() has returned")
-            timer.engine.state.withLock { _ in timer.runGate.abandon() }
+            timer.withShard { _ in timer.runGate.abandon() }
             #expect(timer.fireCount == 0, "a run that never began is not counted")
             #expect(runs.current == 0)
         }

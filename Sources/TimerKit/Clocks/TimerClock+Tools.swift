@@ -42,6 +42,6 @@ extension ScheduledTimer {
     /// Asks the timer not to warn when it is released while suspended: an `AsyncSequence` that
     /// ends its iteration drops its suspended timer on purpose.
     func releaseSilentlyWhenSuspended() {
-        engine.state.withLock { _ in releasesSilentlyWhenSuspended = true }
+        withShard { _ in releasesSilentlyWhenSuspended = true }
     }
 }

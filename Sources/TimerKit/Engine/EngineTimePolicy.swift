@@ -19,13 +19,14 @@ struct EngineTimePolicy {
     /// Whether a delivery that used its run budget yields its target to others (a system clock's
     /// engine thread and queues); a virtual clock's advance runs every due run in order instead.
     let yieldsAfterBudget: Bool
-    /// Whether callbacks go to per-core shards (a system clock: schedules from every thread) or
-    /// into the engine's own store (a virtual clock: exact creation order among ties).
-    let shardsCallbacks: Bool
+    /// Whether timers and callbacks go to the shard of the thread that creates them, four per core
+    /// (a system clock: schedules from every thread), or all into one shard (a virtual clock: exact
+    /// creation order among ties).
+    let shardsByThread: Bool
 
     /// A system clock's engine, woken by its driver.
-    static let system = EngineTimePolicy(readsSystemClock: true, hasDriver: true, deliversInline: false, yieldsAfterBudget: true, shardsCallbacks: true)
+    static let system = EngineTimePolicy(readsSystemClock: true, hasDriver: true, deliversInline: false, yieldsAfterBudget: true, shardsByThread: true)
 
     /// A virtual clock's engine, moved by `advance`.
-    static let virtual = EngineTimePolicy(readsSystemClock: false, hasDriver: false, deliversInline: true, yieldsAfterBudget: false, shardsCallbacks: false)
+    static let virtual = EngineTimePolicy(readsSystemClock: false, hasDriver: false, deliversInline: true, yieldsAfterBudget: false, shardsByThread: false)
 }

@@ -1,54 +1,54 @@
 import Synchronization
 
-/// Holding deadlines: a timer's place in the engine's store, and arming the driver for the
-/// earliest key. Every function here runs under the engine lock, except the arming itself, which
-/// any thread may do after storing a key.
+/// Holding deadlines: a timer's place in its shard's store, and arming the driver for the earliest
+/// key. Every function here runs under the lock of the timer's shard, except the arming itself,
+/// which any thread may do after storing a key.
 extension TimerEngine {
     /// Carries out what a transition of a timer's state machine asks of its place in the store
     /// (``TimerStateMachine/StoreAction``). Under the lock. Returns whether the caller now holds
     /// the timer's delivery and must hand it over (``deliver(_:)-(ScheduledTimer)``) once the lock
     /// is let go.
     @inline(__always)
-    func carryOut(_ action: TimerStateMachine.StoreAction, for timer: ScheduledTimer, _ state: inout State) -> Bool {
+    func carryOut(_ action: TimerStateMachine.StoreAction, for timer: ScheduledTimer, _ shard: inout EngineShard.State) -> Bool {
         switch action {
         case .none:
             return false
         case .place:
-            place(timer, &state)
+            place(timer, &shard)
             return false
         case .remove:
-            removeIfStored(timer, &state)
+            removeIfStored(timer, &shard)
             return false
         case .deliver:
-            removeIfStored(timer, &state)
+            removeIfStored(timer, &shard)
             return true
         }
     }
 
     /// Puts a timer in the store under its next deadline, for a timer that is active, not
     /// suspended, not running and not stored.
-    func insert(_ timer: ScheduledTimer, _ state: inout State) {
-        let (deadline, slack) = storedDeadline(timer, state)
-        let index = state.store.insert(.timer(timer), deadline: deadline, slack: slack, sequence: timer.id)
+    func insert(_ timer: ScheduledTimer, _ shard: inout EngineShard.State) {
+        let (deadline, slack) = storedDeadline(timer)
+        let index = shard.store.insert(.timer(timer), deadline: deadline, slack: slack, sequence: timer.id)
         timer.storeSlot = index
-        armIfEarlier(state.store.key(at: index))
+        armIfEarlier(shard.store.key(at: index))
     }
 
     /// Puts a timer at its (new) next deadline: moves its entry in place if it has one, else
     /// inserts one.
-    func place(_ timer: ScheduledTimer, _ state: inout State) {
-        guard timer.storeSlot >= 0 else { return insert(timer, &state) }
-        let (deadline, slack) = storedDeadline(timer, state)
-        state.store.move(timer.storeSlot, deadline: deadline, slack: slack)
-        armIfEarlier(state.store.key(at: timer.storeSlot))
+    func place(_ timer: ScheduledTimer, _ shard: inout EngineShard.State) {
+        guard timer.storeSlot >= 0 else { return insert(timer, &shard) }
+        let (deadline, slack) = storedDeadline(timer)
+        shard.store.move(timer.storeSlot, deadline: deadline, slack: slack)
+        armIfEarlier(shard.store.key(at: timer.storeSlot))
     }
 
     /// Takes a timer out of the store if it is there. The driver stays armed: a wake-up for a
     /// cancelled timer finds nothing due and re-arms, which is cheaper than a system call on every
     /// cancel.
-    func removeIfStored(_ timer: ScheduledTimer, _ state: inout State) {
+    func removeIfStored(_ timer: ScheduledTimer, _ shard: inout EngineShard.State) {
         if timer.storeSlot >= 0 {
-            _ = state.store.remove(timer.storeSlot)
+            _ = shard.store.remove(timer.storeSlot)
             timer.storeSlot = -1
         }
     }
@@ -57,12 +57,12 @@ extension TimerEngine {
     /// for a high-precision timer on a system clock, its next deadline less the spin lead, so that
     /// the driver wakes in time to wait for the deadline actively (``deliverPrecisely(_:)``).
     @inline(__always)
-    private func storedDeadline(_ timer: ScheduledTimer, _ state: State) -> (deadline: Int64, slack: Int64) {
+    private func storedDeadline(_ timer: ScheduledTimer) -> (deadline: Int64, slack: Int64) {
         let deadline = timer.machine.nextDeadline
         guard timer.isPrecise, policy.hasDriver, deadline != .max else {
-            return (deadline, aimedSlack(timer.toleranceNanoseconds, latency: state.wakeUpLatency))
+            return (deadline, aimedSlack(timer.toleranceNanoseconds, latency: currentWakeUpLatency))
         }
-        return (deadline.addingSaturating(-state.wakeUpLatency.spinLead), 0)
+        return (deadline.addingSaturating(-currentWakeUpLatency.spinLead), 0)
     }
 
     /// How far into a tolerance window the engine aims (C3): short of its end by the driver's
@@ -72,11 +72,12 @@ extension TimerEngine {
         policy.hasDriver ? latency.aimedSlack(tolerance) : 0
     }
 
-    /// Learns how late the driver woke after the instant it was armed for (C3). Under the lock.
+    /// Learns how late the driver woke after the instant it was armed for (C3). On the driver's
+    /// thread.
     @inline(__always)
-    func recordWakeUp(now: Int64, armedFor armed: Int64, _ state: inout State) {
-        if state.wakeUpLatency.record(wokeAt: now, armedFor: armed) {
-            wakeUpLatencyMirror.store(state.wakeUpLatency.nanoseconds, ordering: .relaxed)
+    func recordWakeUp(now: Int64, armedFor armed: Int64) {
+        if wakeUpLatency.record(wokeAt: now, armedFor: armed) {
+            wakeUpLatencyMirror.store(wakeUpLatency.nanoseconds, ordering: .relaxed)
         }
     }
 

@@ -123,7 +123,7 @@ extension TimerEngine {
     func drain(_ timer: ScheduledTimer) -> Int {
         var runs = 0
         while true {
-            let step = state.withLock { state in nextDeliveryStep(timer, afterRuns: runs, &state) }
+            let step = timer.withShard { shard in nextDeliveryStep(timer, afterRuns: runs, &shard) }
             switch step {
             case .run(let handler, let fire):
                 runs += runGated(timer, handler, fire)
@@ -148,14 +148,14 @@ extension TimerEngine {
 
     /// Asks the timer's machine for its next step and carries out what needs the lock: a store
     /// insert for a timer that is not due, the run gate's decision for a run, the handler's
-    /// release for a final run or an invalidation. Under the lock.
+    /// release for a final run or an invalidation. Under the lock of the timer's shard.
     @inline(__always)
-    func nextDeliveryStep(_ timer: ScheduledTimer, afterRuns runs: Int, _ state: inout State) -> DeliveryStep {
-        let now = now(state)
+    func nextDeliveryStep(_ timer: ScheduledTimer, afterRuns runs: Int, _ shard: inout EngineShard.State) -> DeliveryStep {
+        let now = now(shard)
         if runs >= Self.runBudget && policy.yieldsAfterBudget && timer.machine.hasWork(now: now) {
-            return yieldTurn(timer, &state)
+            return yieldTurn(timer, &shard)
         }
-        let isShutDown = state.isShutDown
+        let isShutDown = shard.isShutDown
         switch timer.transition({ $0.nextStep(now: now, isShutDown: isShutDown) }) {
         case .run(let fire):
             guard let handler = timer.handler else { preconditionFailure("TimerEngine: an active timer without its handler") }
@@ -167,7 +167,7 @@ extension TimerEngine {
             timer.runGate.decide()
             return .runFinal(handler, TimerFire(fire, kind: kind), hook)
         case .store:
-            insert(timer, &state)
+            insert(timer, &shard)
             return .stop
         case .park:
             return .stop
@@ -182,7 +182,7 @@ extension TimerEngine {
     @inline(__always)
     private func runGated(_ timer: ScheduledTimer, _ handler: ScheduledTimer.Handler, _ fire: TimerFire) -> Int {
         guard timer.runGate.begin() else {
-            state.withLock { _ in timer.runGate.abandon() }
+            timer.withShard { _ in timer.runGate.abandon() }
             return 0
         }
         handler(timer, fire)
@@ -192,9 +192,9 @@ extension TimerEngine {
 
     /// Gives up a running timer's turn: its delivery stays held and continues later — on the
     /// engine thread at the next wake-up (armed for now), on a queue in a new block.
-    private func yieldTurn(_ timer: ScheduledTimer, _ state: inout State) -> DeliveryStep {
+    private func yieldTurn(_ timer: ScheduledTimer, _ shard: inout EngineShard.State) -> DeliveryStep {
         if case .engineThread = timer.delivery.target {
-            state.ready.append(timer)
+            shard.ready.append(timer)
             armNow()
         }
         return .yield

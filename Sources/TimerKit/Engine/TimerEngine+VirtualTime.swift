@@ -3,7 +3,7 @@
 /// delivery as a system clock; ``EngineTimePolicy/virtual`` makes it deterministic — each fire at
 /// its deadline, every delivery done before `advance` returns, ties in creation order.
 extension TimerEngine {
-    /// A virtual clock's instant and whether it is being advanced. Part of the engine's state,
+    /// A virtual clock's instant and whether it is being advanced. Kept in the engine's one shard,
     /// guarded by its lock.
     struct VirtualTime {
         /// The current instant, in nanoseconds.
@@ -22,29 +22,30 @@ extension TimerEngine {
     @discardableResult
     func advance(to target: Int64, maxFires: Int = .max, jumping: Bool = false) -> Int {
         precondition(isVirtual, "TimerEngine.advance(to:): only a virtual clock can be advanced")
-        state.withLock { state in
-            precondition(!state.virtualTime.isAdvancing, "VirtualClock: advance was called from a timer handler while the clock was already advancing")
-            state.virtualTime.isAdvancing = true
-            if jumping { state.virtualTime.now = max(state.virtualTime.now, target) }
+        let home = shards[0].state
+        home.withLock { home in
+            precondition(!home.virtualTime.isAdvancing, "VirtualClock: advance was called from a timer handler while the clock was already advancing")
+            home.virtualTime.isAdvancing = true
+            if jumping { home.virtualTime.now = max(home.virtualTime.now, target) }
         }
-        defer { state.withLock { $0.virtualTime.isAdvancing = false } }
+        defer { home.withLock { $0.virtualTime.isAdvancing = false } }
         var fires = 0
         while fires < maxFires {
-            let next = state.withLock { state -> TimerStore.DueWork? in
-                guard let (work, deadline) = state.store.takeFirst(dueBy: target) else { return nil }
-                state.virtualTime.now = max(state.virtualTime.now, deadline)
-                state.wakeUps += 1
+            let next = home.withLock { home -> TimerStore.DueWork? in
+                guard let (work, deadline) = home.store.takeFirst(dueBy: target) else { return nil }
+                home.virtualTime.now = max(home.virtualTime.now, deadline)
+                wakeUps.add(1, ordering: .relaxed)
                 if case .timer(let timer) = work {
                     timer.storeSlot = -1
                     timer.machine.takeForDelivery()
                 }
-                return work
+                return work  // the one shard's raw index is the callback's index
             }
             guard let next else { break }
             fires += deliver(next)
         }
-        state.withLock { state in
-            if fires < maxFires { state.virtualTime.now = max(state.virtualTime.now, target) }
+        home.withLock { home in
+            if fires < maxFires { home.virtualTime.now = max(home.virtualTime.now, target) }
         }
         return fires
     }
@@ -52,8 +53,8 @@ extension TimerEngine {
     /// The earliest pending deadline of a virtual clock, or `nil` when no deadline will ever come
     /// (`Int64.max` is the end of time).
     var earliestDeadline: Int64? {
-        state.withLock { state in
-            state.store.firstDeadline().flatMap { $0 == .max ? nil : $0 }
+        shards[0].state.withLock { home in
+            home.store.firstDeadline().flatMap { $0 == .max ? nil : $0 }
         }
     }
 }

@@ -2,7 +2,7 @@ import CTimerKitShims
 import Synchronization
 
 /// Waking up: the driver's call into a system clock's engine. One wake-up takes what is due from
-/// the engine's store and from every callback shard, merges it in deadline order, hands it to the
+/// every shard, merges it in deadline order, hands it to the
 /// delivery (`TimerEngine+Delivery.swift`), waits actively for high-precision deadlines, and arms
 /// the driver for the earliest key left.
 extension TimerEngine {
@@ -34,36 +34,13 @@ extension TimerEngine {
             // From here on, a thread that stores an earlier key arms the driver itself; what is
             // stored before a store is looked at below is seen there.
             let armedFor = armed.exchange(.max, ordering: .acquiringAndReleasing)
-            let (keepRunning, mainNext) = state.withLock { state -> (Bool, Int64) in
-                guard !state.isShutDown else { return (false, .max) }
-                if pass == 0 { state.wakeUps += 1 }
-                for timer in state.ready {
-                    due.append(.timer(timer))
-                    if policy.shardsCallbacks { dueDeadlines.append(.min) }  // their turn has come: first
-                }
-                state.ready.removeAll(keepingCapacity: true)
-                while let (work, deadline) = state.store.takeFirst(dueBy: now) {
-                    if case .timer(let timer) = work {
-                        timer.storeSlot = -1
-                        timer.machine.takeForDelivery()
-                        if timer.isPrecise && timer.machine.nextDeadline > now {
-                            precise.append((timer, timer.machine.nextDeadline))
-                            continue
-                        }
-                    }
-                    due.append(work)
-                    if policy.shardsCallbacks { dueDeadlines.append(deadline) }
-                }
-                return (true, state.store.wakeUpTime(now: now, reserve: deliveryReserve.nanoseconds) ?? .max)
-            }
-            guard keepRunning else { return false }
-            var next = mainNext
-            if policy.shardsCallbacks { next = min(next, takeDueCallbacks(by: now, into: &due)) }
+            guard !hasShutDown.load(ordering: .acquiring) else { return false }
+            if pass == 0 { wakeUps.add(1, ordering: .relaxed) }
+            let next = takeDueWork(by: now, into: &due, precise: &precise)
             if pass == 0 {
                 // The wake-up's latency as the handlers will see it: up to now, with the stores
                 // taken out — what the engine keeps back from the end of a window (C3).
-                let ready = SystemClock.now(kind)
-                state.withLock { recordWakeUp(now: ready, armedFor: armedFor, &$0) }
+                recordWakeUp(now: SystemClock.now(kind), armedFor: armedFor)
             }
             // Due already, or due sooner than the driver could sleep and wake again: the next pass
             // serves it, after waiting for it here. Otherwise arm for the earliest key, unless a
@@ -79,7 +56,6 @@ extension TimerEngine {
                 deliveryReserve.record(due.count > 1 ? SystemClock.now(kind) - now : 0)
             }
             due.removeAll(keepingCapacity: true)
-            dueDeadlines.removeAll(keepingCapacity: true)
             if !precise.isEmpty { deliverPrecisely(&precise) }
             if !again { return true }
             while SystemClock.now(kind) < next { ctk_cpu_relax() }
@@ -102,9 +78,11 @@ extension TimerEngine {
         timers.removeAll(keepingCapacity: true)
     }
 
-    /// Takes every callback due by `now` out of the shards into `due`, merged with what is there in
-    /// deadline order (each store's own order kept); returns the earliest wake-up the shards need.
-    private func takeDueCallbacks(by now: Int64, into due: inout [TimerStore.DueWork]) -> Int64 {
+    /// Takes everything due by `now` out of the shards into `due` — first the timers whose turn has
+    /// come again (``EngineShard/State/ready``), then the rest merged in deadline order, each
+    /// shard's own order kept — and the high-precision timers due soon into `precise`; returns the
+    /// earliest wake-up the shards need.
+    private func takeDueWork(by now: Int64, into due: inout [TimerStore.DueWork], precise: inout [(timer: ScheduledTimer, deadline: Int64)]) -> Int64 {
         var next = Int64.max
         let reserve = deliveryReserve.nanoseconds
         var sources: [Range<Int>] = []
@@ -114,10 +92,22 @@ extension TimerEngine {
             let start = collected.count
             let shardNext = shard.state.withLock { shard -> Int64 in
                 guard !shard.isShutDown else { return .max }
+                for timer in shard.ready { collected.append((.timer(timer), .min)) }  // their turn has come: first
+                shard.ready.removeAll(keepingCapacity: true)
                 while let (work, deadline) = shard.store.takeFirst(dueBy: now) {
-                    guard case .callback(let ticket) = work else { preconditionFailure("TimerEngine: a timer in a callback shard") }
-                    let encoded = CallbackTicket(index: CallbackShard.encode(ticket.index, shard: number + 1), entry: ticket.entry, queue: ticket.queue)
-                    collected.append((.callback(encoded), deadline))
+                    switch work {
+                    case .timer(let timer):
+                        timer.storeSlot = -1
+                        timer.machine.takeForDelivery()
+                        if timer.isPrecise && timer.machine.nextDeadline > now {
+                            precise.append((timer, timer.machine.nextDeadline))
+                            continue
+                        }
+                        collected.append((work, deadline))
+                    case .callback(let ticket):
+                        let encoded = CallbackTicket(index: EngineShard.encode(ticket.index, shard: number), entry: ticket.entry, queue: ticket.queue)
+                        collected.append((.callback(encoded), deadline))
+                    }
                 }
                 return shard.store.wakeUpTime(now: now, reserve: reserve) ?? .max
             }
@@ -128,24 +118,15 @@ extension TimerEngine {
             collected.removeAll(keepingCapacity: true)
             shardDue = collected
         }
-        guard !sources.isEmpty else { return next }
-        if due.isEmpty && sources.count == 1 {
+        if sources.count == 1 {
             for item in collected { due.append(item.work) }
             return next
         }
-        // A k-way merge of the engine's due work and each shard's, by deadline.
-        var merged: [TimerStore.DueWork] = []
-        merged.reserveCapacity(due.count + collected.count)
+        // A k-way merge of the shards' due work, by deadline.
         var heads = sources.map(\.lowerBound)
-        var mainHead = 0
-        let mainCount = due.count
         while true {
             var best = -1
             var bestDeadline = Int64.max
-            if mainHead < mainCount {
-                best = sources.count
-                bestDeadline = dueDeadlines[mainHead]
-            }
             for (source, range) in sources.enumerated() where heads[source] < range.upperBound {
                 let deadline = collected[heads[source]].deadline
                 if best < 0 || deadline < bestDeadline {
@@ -154,15 +135,9 @@ extension TimerEngine {
                 }
             }
             if best < 0 { break }
-            if best == sources.count {
-                merged.append(due[mainHead])
-                mainHead += 1
-            } else {
-                merged.append(collected[heads[best]].work)
-                heads[best] += 1
-            }
+            due.append(collected[heads[best]].work)
+            heads[best] += 1
         }
-        due = merged
         return next
     }
 }

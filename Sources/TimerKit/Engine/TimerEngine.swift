@@ -20,50 +20,24 @@ import Synchronization
 ///    ``RunGate``, or a store insert for a timer that is not due. The machine never calls the
 ///    engine, and no timer method is called back from here.
 ///
-/// ## Stores and locks
+/// ## Shards and locks
 ///
-/// The engine's own store, behind `state`, holds the timers (and, on a virtual clock, every
-/// callback, so that ties fire in exact creation order); a system clock's callbacks — the
-/// timeouts a server schedules from every thread — live in ``CallbackShard``s, four per core, each
-/// with its own lock and store, so that threads on different cores never share one
-/// (`TimerEngine+Callbacks.swift`). Any thread that stores a key earlier than ``armed`` lowers it
-/// by compare-exchange and arms the driver; the driver's wake-up resets it.
+/// Pending work lives in ``EngineShard``s, each a store behind a lock of its own: a system clock
+/// has four per core, and a timer or callback lives in the shard of the thread that created it,
+/// so that threads on different cores — a server's, scheduling timeouts from every thread —
+/// never share a lock; a virtual clock has one, so that ties fire in exact creation order. Any
+/// thread that stores a key earlier than ``armed`` lowers it by compare-exchange and arms the
+/// driver; the driver's wake-up resets it.
 ///
-/// Lock discipline: `state` guards the engine's store and, by convention, every field of every
-/// timer of this engine marked "guarded by the engine lock"; each shard's lock guards its store.
-/// No two of them are held at once, except the arming lock, taken last. Decisions are made under
-/// a lock; handlers run, waiters are resumed and captured values are released only after the
-/// locks are let go.
+/// Lock discipline: a shard's lock guards its store and, by convention, every field of every timer
+/// in it marked "guarded by its shard's lock". No two shard locks are held at once; the arming
+/// lock is taken last. Decisions are made under a lock; handlers run, waiters are resumed and
+/// captured values are released only after the locks are let go. What only the driver's thread
+/// touches (the wake-up's buffers, its latency and delivery reserve) needs no lock.
 ///
 /// Virtual and system time differ only by ``policy`` (``EngineTimePolicy``); virtual time's own
 /// entry points are in `TimerEngine+VirtualTime.swift`.
 final class TimerEngine: @unchecked Sendable {
-    struct State {
-        var store: TimerStore
-        var nextTimerID: UInt64 = 0
-        var isShutDown = false
-        var wakeUps = 0
-        /// A virtual clock's instant and whether it is being advanced.
-        var virtualTime: VirtualTime
-        /// Engine-thread timers that used up their run budget and wait for their next turn.
-        var ready: [ScheduledTimer] = []
-        /// How late the driver wakes: what the engine keeps back from the end of a tolerance window
-        /// (C3) and how early it wakes for a high-precision deadline.
-        var wakeUpLatency = WakeUpLatency()
-        /// Tasks waiting in `ScheduledCallback.cancelAndWait()` for a run under way, by entry.
-        var callbackWaiters: [Int32: [CheckedContinuation<Void, Never>]] = [:]
-        /// Timers with an invalidation hook (those behind an `AsyncSequence`), held weakly, so that
-        /// a shutdown reaches them even while they are suspended or out of the store.
-        var watched: [ObjectIdentifier: WeakTimer] = [:]
-        /// `watched.count` after the last sweep of released timers.
-        var watchedAfterSweep = 0
-
-        init(layout: TimerStore.Layout, now: Int64, virtualStart: Int64) {
-            store = TimerStore(layout: layout, now: now)
-            virtualTime = VirtualTime(now: virtualStart)
-        }
-    }
-
     final class WeakTimer {
         weak var timer: ScheduledTimer?
         init(_ timer: ScheduledTimer) { self.timer = timer }
@@ -83,14 +57,13 @@ final class TimerEngine: @unchecked Sendable {
     let isShared: Bool
     /// What distinguishes this clock's time: system or virtual.
     let policy: EngineTimePolicy
-    let state: Locked<State>
-    /// The callbacks of a system clock, four shards per core (empty for a virtual clock, whose
-    /// callbacks share the engine's store so that they fire in exact creation order).
-    let shards: [CallbackShard]
+    /// The pending timers and callbacks: a system clock's in four shards per core, a virtual
+    /// clock's in one.
+    let shards: [EngineShard]
     /// The shards' locked states, unretained, for the hot paths (no reference counting on a shared
     /// object, whose count would bounce between cores); `shards` keeps them alive.
-    let shardStates: UnsafeMutablePointer<Unmanaged<Locked<CallbackShard.State>>>
-    /// The number of shards less one (a power of two less one); -1 without shards.
+    let shardStates: UnsafeMutablePointer<Unmanaged<Locked<EngineShard.State>>>
+    /// The number of shards less one (a power of two less one).
     let shardMask: Int
     /// The deadline the driver is armed for; `Int64.max` when disarmed. Lowered by compare-exchange
     /// from any thread that stores an earlier key (under whichever lock guards that store); reset
@@ -98,11 +71,13 @@ final class TimerEngine: @unchecked Sendable {
     let armed = Atomic<Int64>(.max)
     /// Serializes the calls into the driver, so that the last one arms for the current minimum.
     let armLock = Locked(())
-    /// `state.wakeUpLatency`, readable without the engine's lock (a shard's insert, a wake-up's
+    /// `wakeUpLatency`, readable from any thread (a timer's or callback's insert, a wake-up's
     /// decision to wait actively).
     let wakeUpLatencyMirror = Atomic<Int64>(WakeUpLatency().nanoseconds)
-    /// `state.isShutDown`, readable without the lock (from a timer's `deinit`).
+    /// Whether the engine was shut down; each shard's `isShutDown` follows, under its lock.
     let hasShutDown = Atomic<Bool>(false)
+    /// How many times the engine woke (a virtual clock: how many due entries it took).
+    let wakeUps = Atomic<Int>(0)
     /// How many high-precision fires the driver woke early for and waited for actively (tests).
     let preciseWaits = Atomic<Int>(0)
     /// Where the tasks TimerKit starts for this clock run: a virtual clock's executor, so that its
@@ -118,9 +93,7 @@ final class TimerEngine: @unchecked Sendable {
 
     /// Work due at the current wake-up.
     var dueBuffer: [TimerStore.DueWork] = []
-    /// Deadlines of `dueBuffer`'s entries, for merging the shards' due callbacks in deadline order.
-    var dueDeadlines: [Int64] = []
-    /// The shards' due callbacks with their deadlines, before the merge.
+    /// The shards' due work with its deadlines, before the merge.
     var shardDue: [(work: TimerStore.DueWork, deadline: Int64)] = []
     /// High-precision timers taken out of the store before their deadlines, with those deadlines.
     var preciseBuffer: [(timer: ScheduledTimer, deadline: Int64)] = []
@@ -128,6 +101,10 @@ final class TimerEngine: @unchecked Sendable {
     /// nanoseconds: the driver wakes that much before the end of a tolerance window, so that the
     /// last fire of the batch it takes still lands in the window (C3).
     var deliveryReserve = DeliveryReserve()
+    /// How late the driver wakes: what the engine keeps back from the end of a tolerance window
+    /// (C3) and how early it wakes for a high-precision deadline. Other threads read its mirror,
+    /// ``wakeUpLatencyMirror``.
+    var wakeUpLatency = WakeUpLatency()
     /// The entries of engine-thread callbacks that ran, to be freed together.
     var finishedBuffer: [Int32] = []
 
@@ -157,13 +134,12 @@ final class TimerEngine: @unchecked Sendable {
         // cores is the common case (a server's thread pools), and a thread that shares its shard
         // with another can be preempted while it holds the lock (measured: 8 threads on 2 cores
         // with 2 shards did 30 % fewer pairs than 2 threads).
-        let wanted = min(max(4 * ProcessInfo.processInfo.activeProcessorCount, 4), CallbackShard.maximumCount)
-        let shardCount = policy.shardsCallbacks ? 1 << (Int.bitWidth - (wanted - 1).leadingZeroBitCount) : 0
-        shards = (0..<shardCount).map { _ in CallbackShard(layout: layout, now: start) }
-        shardStates = .allocate(capacity: max(shardCount, 1))
+        let wanted = min(max(4 * ProcessInfo.processInfo.activeProcessorCount, 4), EngineShard.maximumCount)
+        let shardCount = policy.shardsByThread ? 1 << (Int.bitWidth - (wanted - 1).leadingZeroBitCount) : 1
+        shards = (0..<shardCount).map { _ in EngineShard(layout: layout, now: start, virtualStart: virtualStart) }
+        shardStates = .allocate(capacity: shardCount)
         for (number, shard) in shards.enumerated() { (shardStates + number).initialize(to: .passUnretained(shard.state)) }
         shardMask = shardCount - 1
-        self.state = Locked(State(layout: layout, now: start, virtualStart: virtualStart))
         driver?.start(serving: self)
     }
 
@@ -191,71 +167,77 @@ final class TimerEngine: @unchecked Sendable {
 
     /// The current instant on this engine's clock, in nanoseconds.
     func now() -> Int64 {
-        policy.readsSystemClock ? SystemClock.now(kind) : state.withLock { $0.virtualTime.now }
+        policy.readsSystemClock ? SystemClock.now(kind) : shards[0].state.withLock { $0.virtualTime.now }
     }
 
-    /// The current instant, under the lock.
+    /// The current instant, under a shard's lock (a virtual clock's one shard holds its instant).
     @inline(__always)
-    func now(_ state: State) -> Int64 {
-        policy.readsSystemClock ? SystemClock.now(kind) : state.virtualTime.now
+    func now(_ shard: EngineShard.State) -> Int64 {
+        policy.readsSystemClock ? SystemClock.now(kind) : shard.virtualTime.now
+    }
+
+    /// The shard that work created on the calling thread lives in.
+    @inline(__always)
+    var currentShard: Int { Int(ctk_thread_slot()) & shardMask }
+
+    /// Runs `body` under the lock of shard `number`, without reference counting on the shard.
+    @inline(__always)
+    func withShard<Result>(_ number: Int, _ body: (inout EngineShard.State) -> Result) -> Result {
+        shardStates[number]._withUnsafeGuaranteedRef { $0.withLock(body) }
     }
 
     var pendingCount: Int {
-        state.withLock { $0.store.count } + shards.reduce(0) { count, shard in count + shard.state.withLock { $0.store.count } }
+        shards.reduce(0) { count, shard in count + shard.state.withLock { $0.store.count } }
     }
 
-    var wakeUpCount: Int { state.withLock { $0.wakeUps } }
+    var wakeUpCount: Int { wakeUps.load(ordering: .relaxed) }
 
     // MARK: Registering
 
-    /// Registers a new timer: gives it its creation number and, unless it starts suspended, stores
-    /// its first deadline.
+    /// Registers a new timer in its shard: gives it its creation number and, unless it starts
+    /// suspended, stores its first deadline.
     func register(_ timer: ScheduledTimer, suspended: Bool) throws(TimerError) {
-        try state.withLock { (state) throws(TimerError) in
-            guard !state.isShutDown else { throw .clockShutDown }
-            timer.id = UInt32(truncatingIfNeeded: state.nextTimerID)
-            state.nextTimerID &+= 1
+        let registered = timer.withShard { shard -> Bool in
+            guard !shard.isShutDown else { return false }
+            timer.id = shard.nextSequence
+            shard.nextSequence &+= 1
             if timer.onInvalidate != nil {
-                state.watched[ObjectIdentifier(timer)] = WeakTimer(timer)
-                if state.watched.count > 2 * state.watchedAfterSweep + 64 {
-                    state.watched = state.watched.filter { $0.value.timer != nil }
-                    state.watchedAfterSweep = state.watched.count
+                shard.watched[ObjectIdentifier(timer)] = WeakTimer(timer)
+                if shard.watched.count > 2 * shard.watchedAfterSweep + 64 {
+                    shard.watched = shard.watched.filter { $0.value.timer != nil }
+                    shard.watchedAfterSweep = shard.watched.count
                 }
             }
-            _ = carryOut(timer.machine.register(suspended: suspended), for: timer, &state)
+            _ = carryOut(timer.machine.register(suspended: suspended), for: timer, &shard)
+            return true
         }
+        guard registered else { throw .clockShutDown }
     }
 
     // MARK: Shutting down
 
-    /// Invalidates every timer and stops the driver. Idempotent.
+    /// Invalidates every timer, drops every callback and stops the driver. Idempotent.
     func shutdown() {
-        let (leftovers, released) = state.withLock { state -> ([(ScheduledTimer.Handler?, (@Sendable () -> Void)?)], [TimerWork]) in
-            guard !state.isShutDown else { return ([], []) }
-            state.isShutDown = true
-            hasShutDown.store(true, ordering: .releasing)
-            // Wake the driver at once so that it sees the shutdown and ends.
-            armNow()
-            let works = state.store.removeAll()
-            var timers: [ScheduledTimer] = []
-            for case .timer(let timer) in works {
-                timer.storeSlot = -1
-                timers.append(timer)
-            }
-            timers += state.watched.values.compactMap(\.timer)
-            state.watched = [:]
-            return (timers.map { $0.invalidateLocked() }, works)
-        }
-        // The shards' callbacks: none can be stored once their shard is shut down.
-        let shardWorks = shards.map { shard in
-            shard.state.withLock { shard -> [TimerWork] in
+        guard !hasShutDown.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        // Wake the driver at once so that it sees the shutdown and ends.
+        armNow()
+        for shard in shards {
+            // Nothing can be stored in a shard once it is shut down.
+            let (leftovers, released) = shard.state.withLock { shard -> ([(ScheduledTimer.Handler?, (@Sendable () -> Void)?)], [TimerWork]) in
                 shard.isShutDown = true
-                return shard.store.removeAll()
+                let works = shard.store.removeAll()
+                var timers: [ScheduledTimer] = []
+                for case .timer(let timer) in works {
+                    timer.storeSlot = -1
+                    timers.append(timer)
+                }
+                timers += shard.watched.values.compactMap(\.timer)
+                shard.watched = [:]
+                return (timers.map { $0.invalidateLocked() }, works)
             }
+            // Handlers and callbacks are released, and hooks called, outside the locks.
+            _ = released
+            for (_, onInvalidate) in leftovers { onInvalidate?() }
         }
-        // Handlers and callbacks are released, and hooks called, outside the locks.
-        _ = released
-        _ = shardWorks
-        for (_, onInvalidate) in leftovers { onInvalidate?() }
     }
 }

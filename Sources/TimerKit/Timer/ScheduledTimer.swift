@@ -42,16 +42,16 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Where the handler runs (C15).
     public let delivery: TimerDelivery
 
-    // Guarded by the engine lock.
+    // Guarded by its shard's lock (``withShard(_:)``).
     var handler: Handler?
     private var extras: Extras?
     /// The timer's state and its transitions (C5–C10): every method below is one transition, whose
     /// returned action the engine carries out.
     var machine: TimerStateMachine
-    /// Creation order on the engine, truncated to 32 bits like the store's; breaks ties between
+    /// Creation order in its shard, truncated to 32 bits like the store's; breaks ties between
     /// equal deadlines (compared with wrapping arithmetic). Written by the engine.
     var id: UInt32 = 0
-    /// The index of the timer's entry in its engine's store, or -1 when it is not stored. The
+    /// The index of the timer's entry in its shard's store, or -1 when it is not stored. The
     /// engine's own field: only the engine reads or writes it.
     var storeSlot: Int32 = -1
     /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
@@ -60,11 +60,13 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
     /// before its deadline and waits for the deadline actively.
     let isPrecise: Bool
-    /// Where the run the engine decided on stands (C8): changed under the engine lock, except for
+    /// The engine's shard the timer lives in, for good: the creating thread's (``EngineShard``).
+    let shard: UInt8
+    /// Where the run the engine decided on stands (C8): changed under its shard's lock, except for
     /// the running thread's two steps around the handler call.
     let runGate = RunGate()
 
-    /// What few timers use. Guarded by the engine lock.
+    /// What few timers use. Guarded by its shard's lock.
     private final class Extras {
         var onInvalidate: (@Sendable () -> Void)?
         var runWaiters: [CheckedContinuation<Void, Never>] = []
@@ -77,7 +79,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         return made
     }
 
-    /// Called once the timer is invalid (the `AsyncSequence` behind it ends). Guarded by the engine
+    /// Called once the timer is invalid (the `AsyncSequence` behind it ends). Guarded by its shard's
     /// lock.
     var onInvalidate: (@Sendable () -> Void)? {
         get { extras?.onInvalidate }
@@ -103,6 +105,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         self.engine = engine
         self.toleranceNanoseconds = tolerance
         self.isPrecise = precision.isHigh
+        self.shard = UInt8(truncatingIfNeeded: engine.currentShard)
         self.delivery = delivery
         self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval, policy: policy)
         self.handler = handler
@@ -136,6 +139,12 @@ public final class ScheduledTimer: @unchecked Sendable {
         }
     }
 
+    /// Runs `body` under the lock of the timer's shard, which guards the timer's state.
+    @inline(__always)
+    func withShard<Result>(_ body: (inout EngineShard.State) -> Result) -> Result {
+        engine.withShard(Int(shard), body)
+    }
+
     // MARK: Reading state
 
     /// The clock this timer runs on.
@@ -153,15 +162,15 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// fire has started (also inside that fire's handler: C6), once an owner-bound timer found its
     /// owner gone, and once its clock was shut down.
     public var isValid: Bool {
-        engine.state.withLock { state in machine.lifecycle == .active && !state.isShutDown }
+        withShard { state in machine.lifecycle == .active && !state.isShutDown }
     }
 
     /// Whether the timer is suspended (C9).
-    public var isSuspended: Bool { engine.state.withLock { _ in machine.isSuspended } }
+    public var isSuspended: Bool { withShard { _ in machine.isSuspended } }
 
     /// The repeat interval, or `nil` for a one-shot timer.
     public var interval: Duration? {
-        engine.state.withLock { _ in machine.isRepeating ? .nanoseconds(machine.interval) : nil }
+        withShard { _ in machine.isRepeating ? .nanoseconds(machine.interval) : nil }
     }
 
     /// The next deadline on the timer's grid, or `nil` once the timer is invalid.
@@ -169,14 +178,14 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// While the timer is suspended this is the deadline it will fire for (or count as missed) when
     /// resumed.
     public var nextDeadline: TimerInstant? {
-        engine.state.withLock { state in
+        withShard { state in
             guard machine.lifecycle == .active, !state.isShutDown else { return nil }
             return TimerInstant(kind: engine.kind, nanoseconds: machine.nextDeadline)
         }
     }
 
     /// How many times the handler has started running.
-    public var fireCount: Int { engine.state.withLock { _ in machine.fireCount } }
+    public var fireCount: Int { withShard { _ in machine.fireCount } }
 
     // MARK: Controlling
 
@@ -203,7 +212,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   one-shot whose run has begun, an invalidated timer, a shut-down clock).
     @discardableResult
     public func fire() -> Bool {
-        let (requested, deliverNow) = engine.state.withLock { state in
+        let (requested, deliverNow) = withShard { state in
             let (accepted, action) = machine.requestManualFire(isShutDown: state.isShutDown)
             return (accepted, engine.carryOut(action, for: self, &state))
         }
@@ -223,7 +232,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// A run *begins* at one atomic step the delivering thread takes immediately before it calls the
     /// handler; nothing between that step and the call can block, take a lock or wake a thread.
     public func invalidate() {
-        let (released, onInvalidate) = engine.state.withLock { state in
+        let (released, onInvalidate) = withShard { state in
             _ = engine.carryOut(.remove, for: self, &state)
             if self.onInvalidate != nil { state.watched[ObjectIdentifier(self)] = nil }
             return invalidateLocked()
@@ -242,7 +251,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         invalidate()
         guard runGate.isUnderWay else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waits = engine.state.withLock { _ -> Bool in
+            let waits = withShard { _ -> Bool in
                 var waiters = extras?.runWaiters ?? []
                 defer { if !waiters.isEmpty { extrasForWriting.runWaiters = waiters } }
                 return runGate.addWaiter(continuation, to: &waiters)
@@ -261,7 +270,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   is invalid.
     @discardableResult
     public func suspend() -> Bool {
-        engine.state.withLock { state in
+        withShard { state in
             let (changed, action) = machine.suspend()
             _ = engine.carryOut(action, for: self, &state)
             return changed
@@ -280,7 +289,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   invalid.
     @discardableResult
     public func resume() -> Bool {
-        let (resumed, deliverNow) = engine.state.withLock { state in
+        let (resumed, deliverNow) = withShard { state in
             let (changed, action) = machine.resume(now: engine.now(state), isShutDown: state.isShutDown)
             return (changed, engine.carryOut(action, for: self, &state))
         }
@@ -299,16 +308,23 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   ``TimerError/timerInvalidated`` when the timer was already invalid.
     public func reschedule(at start: TimerStart, every interval: Duration? = nil) throws(TimerError) {
         let intervalNanoseconds = try interval.map { (interval) throws(TimerError) in try Self.validatedInterval(interval) }
-        try engine.state.withLock { (state) throws(TimerError) in
-            guard machine.lifecycle == .active, !state.isShutDown else { throw .timerInvalidated }
+        let outcome = withShard { state -> Result<Void, TimerError> in
+            guard machine.lifecycle == .active, !state.isShutDown else { return .failure(.timerInvalidated) }
             let newInterval = intervalNanoseconds ?? machine.interval
             // The clock is read only for a start relative to now.
-            let deadline = try Self.firstDeadline(start, interval: newInterval, now: { engine.now(state) }, kind: engine.kind)
+            let deadline: Int64
+            do throws(TimerError) {
+                deadline = try Self.firstDeadline(start, interval: newInterval, now: { engine.now(state) }, kind: engine.kind)
+            } catch {
+                return .failure(error)
+            }
             _ = engine.carryOut(transition { $0.reschedule(to: deadline, interval: newInterval) }, for: self, &state)
+            return .success(())
         }
+        try outcome.get()
     }
 
-    // MARK: What the engine asks of the timer (under its lock)
+    // MARK: What the engine asks of the timer (under its shard's lock)
 
     /// Makes the timer invalid, and stops a run that was decided but has not begun (C8, also for a
     /// one-shot's final run); returns what must be released and notified after the lock is let go.
@@ -348,7 +364,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     @inline(__always)
     func endRun() {
         guard runGate.end() else { return }
-        let waiters = engine.state.withLock { _ -> [CheckedContinuation<Void, Never>] in
+        let waiters = withShard { _ -> [CheckedContinuation<Void, Never>] in
             var waiting = extras?.runWaiters ?? []
             let taken = runGate.takeWaiters(&waiting)
             if extras != nil { extras!.runWaiters = waiting }
