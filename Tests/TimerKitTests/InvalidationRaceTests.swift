@@ -52,7 +52,7 @@ extension RealTime {
         /// the store action, the delivery's decision under the lock — and stops there: the run is
         /// decided but has not begun.
         func decideManualRun(_ timer: ScheduledTimer) -> TimerEngine.DeliveryStep {
-            timer.withShard { state in
+            timer.withShard { _, state in
                 let (accepted, action) = timer.machine.requestManualFire(isShutDown: state.isShutDown)
                 let holdsDelivery = timer.engine.carryOut(action, for: timer, &state)
                 #expect(accepted && holdsDelivery)
@@ -64,7 +64,7 @@ extension RealTime {
         func invalidateStopsADecidedRun() throws {
             let runs = Counter()
             let timer = try ScheduledTimer.repeating(every: .seconds(3_600)) { _, _ in runs.increment() }
-            // Decide a run as a delivery does, under the engine lock, then invalidate before it begins.
+            // Decide a run as a delivery does, under its shard's lock, then invalidate before it begins.
             let step = decideManualRun(timer)
             guard case .run = step else {
                 Issue.record("expected a run, got \(step)")
@@ -74,7 +74,7 @@ extension RealTime {
             timer.invalidate()
             let began = timer.runGate.begin()
             #expect(!began, "the decided run cannot begin once invalidate() has returned")
-            timer.withShard { _ in timer.runGate.abandon() }
+            timer.withShard { _, _ in timer.runGate.abandon() }
             #expect(timer.fireCount == 0, "a run that never began is not counted")
             #expect(runs.current == 0)
         }

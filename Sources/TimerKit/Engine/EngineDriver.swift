@@ -8,7 +8,7 @@ protocol EngineDriver: Sendable {
     func start(serving engine: TimerEngine)
 
     /// Wakes the engine at `deadline` (nanoseconds on the engine's clock) instead of any earlier
-    /// request. `Int64.max` disarms. Called under the engine's lock, so calls are ordered.
+    /// request. `Int64.max` disarms. Called under the engine's arming lock, so calls are ordered.
     func arm(at deadline: Int64)
 
     /// Whether the caller runs on the driver: its thread, or its queue.

@@ -123,7 +123,7 @@ extension TimerEngine {
     func drain(_ timer: ScheduledTimer) -> Int {
         var runs = 0
         while true {
-            let step = timer.withShard { shard in nextDeliveryStep(timer, afterRuns: runs, &shard) }
+            let step = withShard(Int(timer.shard)) { shard in nextDeliveryStep(timer, afterRuns: runs, &shard) }
             switch step {
             case .run(let handler, let fire):
                 runs += runGated(timer, handler, fire)
@@ -182,7 +182,7 @@ extension TimerEngine {
     @inline(__always)
     private func runGated(_ timer: ScheduledTimer, _ handler: ScheduledTimer.Handler, _ fire: TimerFire) -> Int {
         guard timer.runGate.begin() else {
-            timer.withShard { _ in timer.runGate.abandon() }
+            withShard(Int(timer.shard)) { _ in timer.runGate.abandon() }
             return 0
         }
         handler(timer, fire)

@@ -39,7 +39,7 @@ final class QueuedCallback: Sendable {
 
 /// A due callback on its way to its run: its entry stays allocated, in the ``TimerEntry/delivering``
 /// state, until whoever delivers it has claimed it (or found it withdrawn) and released the entry
-/// under the engine lock. So `cancel()` can stop a callback up to the instant its run begins (C8).
+/// under its shard's lock. So `cancel()` can stop a callback up to the instant its run begins (C8).
 ///
 /// Sendable by construction: the entry cannot be freed or reused before the ticket's holder releases
 /// it, and the only fields touched outside the lock are the delivery state (atomically) and, by the
@@ -100,7 +100,7 @@ struct TimerEntry {
     /// Where the entry is: ≥ 0 its index in the near heap, ``TimerEntry/unplaced`` when free,
     /// `-2 - b` when in wheel bucket `b`, and one of the delivery states (``delivering``,
     /// ``claimed``, ``withdrawn``) for a callback taken out of the store for its run. A delivery
-    /// state is changed with atomic operations (``CallbackTicket``), also outside the engine lock.
+    /// state is changed with atomic operations (``CallbackTicket``), also outside its shard's lock.
     var place: Int32
     /// `key - deadline`: the tolerance the store orders by, at most `UInt32.max` nanoseconds (a
     /// longer tolerance is narrowed to 4.29 s, which C3 allows: a narrower window is still kept).
@@ -132,7 +132,7 @@ struct TimerEntry {
 /// capacity doubling (a million entries take a million entries' pages, to within one page).
 ///
 /// Entries are addressed by `Int32` index; the pages never move, so an entry's address is stable
-/// until it is freed. Not thread-safe: the engine's lock guards it.
+/// until it is freed. Not thread-safe: its shard's lock guards it.
 struct TimerSlab {
     static let pageShift = 10
     static let pageSize = 1 << pageShift

@@ -4,7 +4,8 @@ import Dispatch
 /// next few seconds behind a hierarchical timing wheel for everything later.
 ///
 /// Entries are ordered by key — the latest instant an entry may fire at, its deadline plus its
-/// tolerance — then by creation order. Every method is called under the engine's lock.
+/// tolerance — then by creation order. Every method is called under the lock of the shard that owns
+/// the store (``EngineShard``).
 ///
 /// ## How it works
 ///
@@ -108,7 +109,7 @@ struct TimerStore {
 
     /// The wheel's fixed-size tables, allocated once and reached through `let` pointers: no
     /// copy-on-write or exclusivity checks on the hot path. The store is never copied (it lives in
-    /// the engine's locked state), so sharing the tables between copies cannot happen in practice.
+    /// its shard's locked state), so sharing the tables between copies cannot happen in practice.
     final class Wheel {
         static let bucketCount = TimerStore.levelCount * TimerStore.bucketsPerLevel
         /// One occupancy bitmap per level.

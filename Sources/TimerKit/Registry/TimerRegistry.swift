@@ -151,7 +151,7 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
     ) throws(TimerError) -> Bool {
         let delivery = try handler.delivery(delivery, otherwise: self.delivery)
         // Decide under the lock whether the key may be taken, and reserve a generation; make the
-        // timer outside it (it takes the engine's lock), suspended until it is in the table.
+        // timer outside it (it takes its shard's lock), suspended until it is in the table.
         let generation = try state.withLock { (state) throws(TimerError) -> UInt64? in
             if state.slots[key] != nil {
                 switch conflict {

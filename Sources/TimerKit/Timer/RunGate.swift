@@ -1,7 +1,7 @@
 import Synchronization
 
 /// Where the run a delivery decided on stands (C8): the one step of a timer's life that is taken
-/// without its engine's lock.
+/// without its shard's lock.
 ///
 /// The engine decides a run under its lock (``decide()``); the delivering thread begins it
 /// without the lock, with one atomic step immediately before it calls the handler (``begin()``),
@@ -26,7 +26,7 @@ struct RunGate: ~Copyable {
 
     init() {}
 
-    /// Marks the run just decided on. Under the engine lock.
+    /// Marks the run just decided on. Under its shard's lock.
     @inline(__always)
     func decide() {
         state.store(Self.decided, ordering: .sequentiallyConsistent)
@@ -47,13 +47,13 @@ struct RunGate: ~Copyable {
         return mayHaveWaiters.load(ordering: .sequentiallyConsistent)
     }
 
-    /// Stops a decided run that has not begun. Under the engine lock. Returns whether it stopped
+    /// Stops a decided run that has not begun. Under its shard's lock. Returns whether it stopped
     /// one (then that run is not counted).
     func stopDecided() -> Bool {
         state.compareExchange(expected: Self.decided, desired: Self.stopped, ordering: .sequentiallyConsistent).exchanged
     }
 
-    /// Forgets a decided run that was stopped before it began. Under the engine lock.
+    /// Forgets a decided run that was stopped before it began. Under its shard's lock.
     func abandon() {
         state.store(Self.idle, ordering: .sequentiallyConsistent)
     }
@@ -63,7 +63,7 @@ struct RunGate: ~Copyable {
         state.load(ordering: .sequentiallyConsistent) == Self.entered
     }
 
-    /// Adds a task waiting for the run under way, unless it has ended. Under the engine lock;
+    /// Adds a task waiting for the run under way, unless it has ended. Under its shard's lock;
     /// returns whether the task waits (else the caller resumes it at once).
     func addWaiter(_ waiter: CheckedContinuation<Void, Never>, to waiters: inout [CheckedContinuation<Void, Never>]) -> Bool {
         // Announce the waiter, then look: the running thread ends the run, then looks for waiters,
@@ -77,7 +77,7 @@ struct RunGate: ~Copyable {
         return true
     }
 
-    /// Takes the tasks waiting for the run that ended. Under the engine lock.
+    /// Takes the tasks waiting for the run that ended. Under its shard's lock.
     func takeWaiters(_ waiters: inout [CheckedContinuation<Void, Never>]) -> [CheckedContinuation<Void, Never>] {
         mayHaveWaiters.store(false, ordering: .sequentiallyConsistent)
         defer { waiters = [] }

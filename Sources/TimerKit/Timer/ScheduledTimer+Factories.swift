@@ -147,19 +147,28 @@ extension ScheduledTimer {
         let toleranceNanoseconds = try validatedTolerance(tolerance)
         guard !precision.isHigh || toleranceNanoseconds == 0 else { throw .toleranceWithHighPrecision(tolerance) }
         let policy = try policy.validated()
-        let engine = clock.engine
-        let firstDeadline = try firstDeadline(first ?? (interval == nil ? .now : nil), interval: intervalNanoseconds, now: { engine.now() }, kind: engine.kind)
-        let timer = ScheduledTimer(
-            engine: engine,
-            firstDeadline: firstDeadline,
-            interval: intervalNanoseconds,
-            tolerance: toleranceNanoseconds,
-            precision: precision,
-            policy: policy,
-            delivery: delivery,
-            handler: handler)
-        timer.onInvalidate = onInvalidate
-        try engine.register(timer, suspended: suspended)
-        return timer
+        // The engine is borrowed from the clock: a shared clock's engine is never retained here, so
+        // threads that make timers at once do not contend for its reference count.
+        let made = Unmanaged.passUnretained(clock.engine)._withUnsafeGuaranteedRef { engine -> Result<ScheduledTimer, TimerError> in
+            do throws(TimerError) {
+                let firstDeadline = try firstDeadline(
+                    first ?? (interval == nil ? .now : nil), interval: intervalNanoseconds, now: { engine.now() }, kind: engine.kind)
+                let timer = ScheduledTimer(
+                    engine: engine,
+                    firstDeadline: firstDeadline,
+                    interval: intervalNanoseconds,
+                    tolerance: toleranceNanoseconds,
+                    precision: precision,
+                    policy: policy,
+                    delivery: delivery,
+                    handler: handler)
+                timer.onInvalidate = onInvalidate
+                try engine.register(timer, suspended: suspended)
+                return .success(timer)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try made.get()
     }
 }

@@ -37,7 +37,10 @@ public final class ScheduledTimer: @unchecked Sendable {
     // ones: a pending timer's object stays within the allocator's 128-byte class; what few timers
     // use lives in `extras`, allocated on first use.
 
-    let engine: TimerEngine
+    /// The engine, unretained for a shared clock's (which lives as long as the process: no reference
+    /// count on an object that every core would touch on every timer's creation and release), and
+    /// retained by hand for a dedicated or virtual clock's, released in `deinit`.
+    private let unmanagedEngine: Unmanaged<TimerEngine>
     let toleranceNanoseconds: Int64
     /// Where the handler runs (C15).
     public let delivery: TimerDelivery
@@ -102,7 +105,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         delivery: TimerDelivery,
         handler: @escaping Handler
     ) {
-        self.engine = engine
+        self.unmanagedEngine = engine.isShared ? .passUnretained(engine) : .passRetained(engine)
         self.toleranceNanoseconds = tolerance
         self.isPrecise = precision.isHigh
         self.shard = UInt8(truncatingIfNeeded: engine.currentShard)
@@ -125,6 +128,7 @@ public final class ScheduledTimer: @unchecked Sendable {
                 timer: ObjectIdentifier(self))
         }
         #endif
+        if !engine.isShared { unmanagedEngine.release() }
     }
 
     /// Where debug-build lifetime warnings go: stderr by default; tests capture them, with the
@@ -139,10 +143,20 @@ public final class ScheduledTimer: @unchecked Sendable {
         }
     }
 
-    /// Runs `body` under the lock of the timer's shard, which guards the timer's state.
+    /// The timer's engine, kept alive by the timer.
+    var engine: TimerEngine { unmanagedEngine.takeUnretainedValue() }
+
+    /// Runs `body` with the engine, borrowed, under the lock of the timer's shard, which guards the
+    /// timer's state.
     @inline(__always)
-    func withShard<Result>(_ body: (inout EngineShard.State) -> Result) -> Result {
-        engine.withShard(Int(shard), body)
+    func withShard<Result>(_ body: (TimerEngine, inout EngineShard.State) -> Result) -> Result {
+        unmanagedEngine._withUnsafeGuaranteedRef { engine in engine.withShard(Int(shard)) { body(engine, &$0) } }
+    }
+
+    /// Runs `body` with the engine, borrowed: no reference counting on it.
+    @inline(__always)
+    func withEngine<Result>(_ body: (TimerEngine) -> Result) -> Result {
+        unmanagedEngine._withUnsafeGuaranteedRef(body)
     }
 
     // MARK: Reading state
@@ -162,15 +176,15 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// fire has started (also inside that fire's handler: C6), once an owner-bound timer found its
     /// owner gone, and once its clock was shut down.
     public var isValid: Bool {
-        withShard { state in machine.lifecycle == .active && !state.isShutDown }
+        withShard { _, state in machine.lifecycle == .active && !state.isShutDown }
     }
 
     /// Whether the timer is suspended (C9).
-    public var isSuspended: Bool { withShard { _ in machine.isSuspended } }
+    public var isSuspended: Bool { withShard { _, _ in machine.isSuspended } }
 
     /// The repeat interval, or `nil` for a one-shot timer.
     public var interval: Duration? {
-        withShard { _ in machine.isRepeating ? .nanoseconds(machine.interval) : nil }
+        withShard { _, _ in machine.isRepeating ? .nanoseconds(machine.interval) : nil }
     }
 
     /// The next deadline on the timer's grid, or `nil` once the timer is invalid.
@@ -178,14 +192,14 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// While the timer is suspended this is the deadline it will fire for (or count as missed) when
     /// resumed.
     public var nextDeadline: TimerInstant? {
-        withShard { state in
+        withShard { engine, state in
             guard machine.lifecycle == .active, !state.isShutDown else { return nil }
             return TimerInstant(kind: engine.kind, nanoseconds: machine.nextDeadline)
         }
     }
 
     /// How many times the handler has started running.
-    public var fireCount: Int { withShard { _ in machine.fireCount } }
+    public var fireCount: Int { withShard { _, _ in machine.fireCount } }
 
     // MARK: Controlling
 
@@ -212,11 +226,11 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   one-shot whose run has begun, an invalidated timer, a shut-down clock).
     @discardableResult
     public func fire() -> Bool {
-        let (requested, deliverNow) = withShard { state in
+        let (requested, deliverNow) = withShard { engine, state in
             let (accepted, action) = machine.requestManualFire(isShutDown: state.isShutDown)
             return (accepted, engine.carryOut(action, for: self, &state))
         }
-        if deliverNow { engine.deliver(self) }
+        if deliverNow { _ = withEngine { $0.deliver(self) } }
         return requested
     }
 
@@ -232,7 +246,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// A run *begins* at one atomic step the delivering thread takes immediately before it calls the
     /// handler; nothing between that step and the call can block, take a lock or wake a thread.
     public func invalidate() {
-        let (released, onInvalidate) = withShard { state in
+        let (released, onInvalidate) = withShard { engine, state in
             _ = engine.carryOut(.remove, for: self, &state)
             if self.onInvalidate != nil { state.watched[ObjectIdentifier(self)] = nil }
             return invalidateLocked()
@@ -251,7 +265,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         invalidate()
         guard runGate.isUnderWay else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waits = withShard { _ -> Bool in
+            let waits = withShard { _, _ -> Bool in
                 var waiters = extras?.runWaiters ?? []
                 defer { if !waiters.isEmpty { extrasForWriting.runWaiters = waiters } }
                 return runGate.addWaiter(continuation, to: &waiters)
@@ -270,7 +284,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   is invalid.
     @discardableResult
     public func suspend() -> Bool {
-        withShard { state in
+        withShard { engine, state in
             let (changed, action) = machine.suspend()
             _ = engine.carryOut(action, for: self, &state)
             return changed
@@ -289,11 +303,11 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   invalid.
     @discardableResult
     public func resume() -> Bool {
-        let (resumed, deliverNow) = withShard { state in
+        let (resumed, deliverNow) = withShard { engine, state in
             let (changed, action) = machine.resume(now: engine.now(state), isShutDown: state.isShutDown)
             return (changed, engine.carryOut(action, for: self, &state))
         }
-        if deliverNow { engine.deliver(self) }
+        if deliverNow { _ = withEngine { $0.deliver(self) } }
         return resumed
     }
 
@@ -308,7 +322,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     ///   ``TimerError/timerInvalidated`` when the timer was already invalid.
     public func reschedule(at start: TimerStart, every interval: Duration? = nil) throws(TimerError) {
         let intervalNanoseconds = try interval.map { (interval) throws(TimerError) in try Self.validatedInterval(interval) }
-        let outcome = withShard { state -> Result<Void, TimerError> in
+        let outcome = withShard { engine, state -> Result<Void, TimerError> in
             guard machine.lifecycle == .active, !state.isShutDown else { return .failure(.timerInvalidated) }
             let newInterval = intervalNanoseconds ?? machine.interval
             // The clock is read only for a start relative to now.
@@ -364,7 +378,7 @@ public final class ScheduledTimer: @unchecked Sendable {
     @inline(__always)
     func endRun() {
         guard runGate.end() else { return }
-        let waiters = withShard { _ -> [CheckedContinuation<Void, Never>] in
+        let waiters = withShard { _, _ -> [CheckedContinuation<Void, Never>] in
             var waiting = extras?.runWaiters ?? []
             let taken = runGate.takeWaiters(&waiting)
             if extras != nil { extras!.runWaiters = waiting }

@@ -1,13 +1,13 @@
 /// A timer's state and every transition of it, as a value: no engine, no handler, no lock, no
 /// clock — instants are plain nanoseconds, and each transition returns what its caller must do.
 ///
-/// The timer (``ScheduledTimer``) holds one, guarded by its engine's lock, and turns the returned
+/// The timer (``ScheduledTimer``) holds one, guarded by its shard's lock, and turns the returned
 /// actions into effects: the engine carries out a ``StoreAction`` on its store, and its delivery
 /// turns a ``Step`` into a run of the handler or a store insert. So the data flows one way —
 /// the call, the transition, the store or the delivery — and the rules of C5–C10 can be tested
 /// on the machine alone, with integers (`TimerStateMachineTests`).
 ///
-/// Invariant: a timer is in its engine's store exactly when it is active, not suspended and not
+/// Invariant: a timer is in its shard's store exactly when it is active, not suspended and not
 /// running. "Running" means a delivery is under way: the timer was handed to its target, and the
 /// holder of that delivery asks ``nextStep(now:isShutDown:)`` until it answers with something
 /// other than a run. So runs never overlap (C14), and what a fire means is decided at the moment
@@ -44,7 +44,7 @@ struct TimerStateMachine {
         case invalidated
     }
 
-    /// What a transition asks of the timer's place in its engine's store, so that the invariant
+    /// What a transition asks of the timer's place in its shard's store, so that the invariant
     /// holds again.
     enum StoreAction: Equatable {
         /// Nothing changes.
