@@ -1,6 +1,7 @@
 import Foundation
 import Testing
-import TimerKit
+
+@testable import TimerKit
 
 /// Runs `body` on a new thread of its own and returns once it has returned (never blocking a
 /// thread of the cooperative pool).
@@ -14,9 +15,9 @@ func onNewThread(_ body: @escaping @Sendable () -> Void) async {
 }
 
 extension RealTime {
-    /// A system clock keeps its callbacks in per-core shards, each thread in its own (issue 11);
-    /// what a callback promises must not depend on which shard holds it.
-    @Suite("Callback shards")
+    /// A system clock keeps its timers and callbacks in per-core shards, each thread in its own
+    /// (issues 11 and 21); what a timer or callback promises must not depend on which shard holds it.
+    @Suite("Shards")
     struct ShardTests {
         @Test("C13: a callback scheduled on one thread is cancelled from another, and never runs")
         func cancelFromAnotherThread() async throws {
@@ -77,6 +78,78 @@ extension RealTime {
             }
             #expect(await eventually { order.count == 8 })
             #expect(order.all == Array(0..<8))
+        }
+
+        @Test("C13, C8: a timer made on one thread is suspended, resumed, rescheduled and invalidated from others; it fires only while allowed")
+        func timerControlledFromOtherThreads() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let fires = Counter()
+            let made = Recorder<ScheduledTimer>()
+            await onNewThread {
+                made.append(try! ScheduledTimer.repeating(every: .milliseconds(5), clock: clock) { _, _ in _ = fires.increment() })
+            }
+            let timer = try #require(made.all.first)
+            await onNewThread { timer.suspend() }
+            let whileSuspended = fires.current
+            try await Task.sleep(for: .milliseconds(40))
+            #expect(fires.current <= whileSuspended + 1, "at most a run already under way when suspend() returned")
+            await onNewThread { timer.resume() }
+            #expect(await eventually { fires.current >= whileSuspended + 3 })
+            await onNewThread { try! timer.reschedule(at: .after(.seconds(3_600))) }
+            #expect(timer.nextDeadline! > clock.now + .seconds(3_000))
+            await onNewThread { timer.invalidate() }
+            let final = fires.current
+            try await Task.sleep(for: .milliseconds(30))
+            #expect(fires.current == final, "C8: no run begins after invalidate() returned")
+            #expect(clock.pendingTimerCount == 0)
+        }
+
+        @Test("C4: timers and callbacks of four threads that come due at one wake-up run in deadline order")
+        func timersMergedInDeadlineOrder() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            defer { clock.shutdown() }
+            let order = Recorder<Int>()
+            let made = Recorder<ScheduledTimer>()
+            let base = clock.now + .milliseconds(60)
+            // Thread t holds deadlines t, t + 4, …: one-shot timers on two threads, callbacks on the
+            // other two; a tolerance that covers them all lets one wake-up take them from four shards.
+            for thread in 0..<4 {
+                await onNewThread {
+                    for step in stride(from: thread, to: 16, by: 4) {
+                        let deadline = base + .milliseconds(step)
+                        if thread < 2 {
+                            made.append(try! ScheduledTimer.once(at: .at(deadline), tolerance: .milliseconds(40), clock: clock) { _, _ in order.append(step) })
+                        } else {
+                            try! clock.schedule(at: .at(deadline), tolerance: .milliseconds(40)) { order.append(step) }
+                        }
+                    }
+                }
+            }
+            #expect(await eventually { order.count == 16 })
+            #expect(order.all == Array(0..<16))
+        }
+
+        @Test("C8, C16: shutting a clock down invalidates the timers of every shard, suspended ones too, and empties every store")
+        func shutdownReachesEveryShard() async throws {
+            let clock = TimerClock.dedicated(.continuous)
+            let made = Recorder<ScheduledTimer>()
+            for thread in 0..<4 {
+                await onNewThread {
+                    for index in 0..<25 {
+                        let timer = try! ScheduledTimer.repeating(every: .seconds(60), clock: clock) { _, _ in }
+                        if (index + thread).isMultiple(of: 3) { timer.suspend() }
+                        made.append(timer)
+                    }
+                }
+            }
+            let timers = made.all
+            #expect(Set(timers.map(\.shard)).count > 1, "each thread's timers live in its own shard")
+            #expect(clock.pendingTimerCount == timers.filter { !$0.isSuspended }.count)
+            clock.shutdown()
+            #expect(timers.allSatisfy { !$0.isValid })
+            #expect(clock.pendingTimerCount == 0)
+            #expect(throws: TimerError.clockShutDown) { try ScheduledTimer.once(at: .now, clock: clock) { _, _ in } }
         }
     }
 }

@@ -57,9 +57,6 @@ public final class ScheduledTimer: @unchecked Sendable {
     /// The index of the timer's entry in its shard's store, or -1 when it is not stored. The
     /// engine's own field: only the engine reads or writes it.
     var storeSlot: Int32 = -1
-    /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
-    /// iterated), so that no lifetime warning is printed.
-    var releasesSilentlyWhenSuspended = false
     /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
     /// before its deadline and waits for the deadline actively.
     let isPrecise: Bool
@@ -73,6 +70,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     private final class Extras {
         var onInvalidate: (@Sendable () -> Void)?
         var runWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
+        /// iterated), so that no lifetime warning is printed.
+        var releasesSilentlyWhenSuspended = false
     }
 
     private var extrasForWriting: Extras {
@@ -90,6 +90,13 @@ public final class ScheduledTimer: @unchecked Sendable {
             guard newValue != nil || extras != nil else { return }
             extrasForWriting.onInvalidate = newValue
         }
+    }
+
+    /// Whether the timer's release while suspended is part of the design: no lifetime warning.
+    /// Guarded by its shard's lock.
+    var releasesSilentlyWhenSuspended: Bool {
+        get { extras?.releasesSilentlyWhenSuspended ?? false }
+        set { extrasForWriting.releasesSilentlyWhenSuspended = newValue }
     }
 
     /// The policy for missed deadlines (C5).
