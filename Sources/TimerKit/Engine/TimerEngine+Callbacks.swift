@@ -81,20 +81,26 @@ extension TimerEngine {
     }
 
     /// Frees the entries of callbacks whose delivery is over, and resumes whoever waits for them:
-    /// one lock per shard that holds any of them.
+    /// one lock per shard that holds any of them. Allocates nothing: a wake-up's batch of hundreds
+    /// would otherwise ask malloc for a large block per shard, and a large request makes glibc
+    /// consolidate every small block freed since (the batch's closures) — measured at 14 % of the
+    /// engine thread's time with a million one-shots at 1 ms of tolerance.
     func release(_ indices: [Int32]) {
         guard !indices.isEmpty else { return }
         if indices.count == 1 { return release(indices[0]) }
-        for number in 0...shardMask {
-            let raws = indices.compactMap { index -> Int32? in
-                let (owner, raw) = EngineShard.decode(index)
-                return owner == number ? raw : nil
-            }
-            guard !raws.isEmpty else { continue }
+        for number in 0...shardMask where indices.contains(where: { EngineShard.decode($0).shard == number }) {
             let waiters = withShard(number) { shard -> [CheckedContinuation<Void, Never>] in
-                for raw in raws { shard.store.releaseDelivered(raw) }
+                for index in indices {
+                    let (owner, raw) = EngineShard.decode(index)
+                    if owner == number { shard.store.releaseDelivered(raw) }
+                }
                 guard !shard.callbackWaiters.isEmpty else { return [] }
-                return raws.flatMap { shard.callbackWaiters.removeValue(forKey: $0) ?? [] }
+                var waiting: [CheckedContinuation<Void, Never>] = []
+                for index in indices {
+                    let (owner, raw) = EngineShard.decode(index)
+                    if owner == number, let waiters = shard.callbackWaiters.removeValue(forKey: raw) { waiting += waiters }
+                }
+                return waiting
             }
             for waiter in waiters { waiter.resume() }
         }
