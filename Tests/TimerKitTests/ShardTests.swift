@@ -153,5 +153,44 @@ extension RealTime {
             #expect(clock.pendingTimerCount == 0)
             #expect(throws: TimerError.clockShutDown) { try ScheduledTimer.once(at: .now, clock: clock) { _, _ in } }
         }
+
+        @Test(
+            "C12: a dedicated clock's engine lives while any of its timers does, in whichever shard they live, and goes after the last",
+            .checksLeaks)
+        func engineLivesWithItsTimers() async throws {
+            let watched: WatchedObject
+            var timers: [ScheduledTimer] = []
+            do {
+                // A driver that never wakes and holds nothing: only the timers can keep the engine.
+                let engine = TimerEngine(kind: .continuous, isShared: false, driver: IdleDriver())
+                watched = watchForLeaks(engine)
+                let clock = TimerClock(engine: engine)
+                timers.append(try ScheduledTimer.repeating(every: .seconds(60), clock: clock) { _, _ in })
+                // New threads take new slots: within a few, one lands in another shard.
+                for _ in 0..<16 where Set(timers.map(\.shard)).count < 2 {
+                    let made = Recorder<ScheduledTimer>()
+                    await onNewThread { made.append(try! ScheduledTimer.once(at: .after(.seconds(60)), clock: clock) { _, _ in }) }
+                    timers += made.all
+                }
+                for timer in timers { timer.invalidate() }
+            }
+            #expect(Set(timers.map(\.shard)).count == 2)
+            try await Task.sleep(for: .milliseconds(50))  // the threads end, and with them their hold on the clock
+            while timers.count > 1 {
+                timers.removeFirst()
+                #expect(!watched.isReleased, "\(timers.count) timers keep it")
+            }
+            #expect(timers[0].nextDeadline == nil, "the engine is still there to ask")
+            timers.removeAll()
+            // The threads that made timers let go of the clock when they end, just after their work.
+            #expect(await eventually { watched.isReleased }, "the last timer let it go")
+        }
+    }
+
+    /// An engine driver that never wakes its engine and holds nothing.
+    final class IdleDriver: EngineDriver, @unchecked Sendable {
+        func start(serving engine: TimerEngine) {}
+        func arm(at deadline: Int64) {}
+        var isCurrent: Bool { false }
     }
 }
