@@ -23,11 +23,11 @@ extension TimerEngine {
     }
 
     /// Runs `body` under the lock of the shard that holds a callback's index, with its index there;
-    /// `nil` for an index no shard of this engine hands out.
+    /// `otherwise` for an index no shard of this engine hands out.
     @inline(__always)
-    func withShard<Result>(ofCallback index: Int32, _ body: (inout EngineShard.State, Int32) -> Result) -> Result? {
+    func withShard<Result>(ofCallback index: Int32, otherwise: Result, _ body: (inout EngineShard.State, Int32) -> Result) -> Result {
         let (number, raw) = EngineShard.decode(index)
-        guard index >= 0, number <= shardMask else { return nil }
+        guard index >= 0, number <= shardMask else { return otherwise }
         return withShard(number) { body(&$0, raw) }
     }
 
@@ -36,7 +36,7 @@ extension TimerEngine {
     /// Its closure is released before this returns, outside the lock.
     func cancel(_ index: Int32, sequence: UInt32) -> Bool {
         // The closure comes out of the lock, to be released here.
-        guard let work = withShard(ofCallback: index, { shard, raw in shard.store.cancelCallback(raw, sequence: sequence) }) else { return false }
+        let work = withShard(ofCallback: index, otherwise: nil) { shard, raw in shard.store.cancelCallback(raw, sequence: sequence) }
         return work != nil
     }
 
@@ -44,10 +44,10 @@ extension TimerEngine {
     /// freed or allocated); `false` once it is due and handed to its delivery, has run, was
     /// cancelled, or its clock shut down.
     func move(_ index: Int32, sequence: UInt32, to deadline: Int64) -> Bool {
-        let key = withShard(ofCallback: index) { shard, raw in
+        let key = withShard(ofCallback: index, otherwise: nil) { shard, raw in
             shard.isShutDown ? nil : shard.store.moveCallback(raw, sequence: sequence, deadline: deadline)
         }
-        guard let key = key ?? nil else { return false }
+        guard let key else { return false }
         // The store is updated first: a wake-up that reset `armed` meanwhile sees the new key.
         armIfEarlier(key)
         return true
@@ -55,29 +55,29 @@ extension TimerEngine {
 
     /// Whether a callback's run has not begun and still can.
     func isPending(_ index: Int32, sequence: UInt32) -> Bool {
-        withShard(ofCallback: index) { shard, raw in shard.store.callbackState(raw, sequence: sequence) == .pending } ?? false
+        withShard(ofCallback: index, otherwise: false) { shard, raw in shard.store.callbackState(raw, sequence: sequence) == .pending }
     }
 
     /// Returns once the callback's run, if one is under way, has returned.
     func waitForRun(ofCallback index: Int32, sequence: UInt32) async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let waits =
-                withShard(ofCallback: index) { shard, raw -> Bool in
+                withShard(ofCallback: index, otherwise: false) { shard, raw -> Bool in
                     guard shard.store.callbackState(raw, sequence: sequence) == .running else { return false }
                     shard.callbackWaiters[raw, default: []].append(continuation)
                     return true
-                } ?? false
+                }
             if !waits { continuation.resume() }
         }
     }
 
     /// Frees the entry of a callback whose delivery is over, and resumes whoever waits for it.
     func release(_ index: Int32) {
-        let waiters = withShard(ofCallback: index) { shard, raw in
+        let waiters = withShard(ofCallback: index, otherwise: nil) { shard, raw in
             shard.store.releaseDelivered(raw)
             return shard.callbackWaiters.isEmpty ? nil : shard.callbackWaiters.removeValue(forKey: raw)
         }
-        for waiter in (waiters ?? nil) ?? [] { waiter.resume() }
+        for waiter in waiters ?? [] { waiter.resume() }
     }
 
     /// Frees the entries of callbacks whose delivery is over, and resumes whoever waits for them:
