@@ -1,3 +1,5 @@
+import Foundation
+
 extension TimerStore {
     /// What is wrong with the store's structure, if anything — empty when it is sound. O(n), for
     /// tests, which check it after every step of the store's model test:
@@ -8,8 +10,12 @@ extension TimerStore {
     ///   set exactly when the list is not empty, and every entry in it names the bucket, lies at or
     ///   after the horizon, has the bucket's digit at the bucket's level, and has a deadline no
     ///   earlier than the bucket's lower bound;
-    /// - the heap and the wheel together hold exactly ``count`` entries; with ``Layout/heap`` the
-    ///   wheel is empty.
+    /// - each ring slot's list is linked the same way, and every entry in it names the slot, lies
+    ///   before the horizon and within the ring's span (from its base, `ringSize` ticks), in the
+    ///   slot of its tick; each ring word's summary bit is set exactly when the word is not zero;
+    ///   the ring holds ``ringCount`` entries;
+    /// - the heap, the ring and the wheel together hold exactly ``count`` entries; with
+    ///   ``Layout/heap`` the ring and the wheel are empty.
     func invariantViolations() -> [String] {
         var problems: [String] = []
         for (position, slot) in heap.enumerated() {
@@ -21,8 +27,25 @@ extension TimerStore {
             if position > 0, slot.precedes(heap[(position - 1) / 4]) { problems.append("heap slot \(position) precedes its parent") }
         }
         var wheelCount = 0
-        for bucket in 0..<Wheel.bucketCount {
+        var ringEntries = 0
+        // The wheel's buckets, and the ring's except those of empty words whose slots all read
+        // empty (checked 64 at a time: the ring has 8,192 slots, and the store's model test checks
+        // the store after every step). A word whose slots do not all read empty is checked one by one.
+        let emptySlots = [Int32](repeating: -1, count: 64)
+        let bytes = 64 * MemoryLayout<Int32>.stride
+        var buckets = Array(0..<Self.ringFirstBucket)
+        for word in 0..<(Self.ringSize / 64) {
+            let first = Self.ringFirstBucket + word * 64
+            if bitmaps[Self.levelCount + word] == 0 && memcmp(heads + first, emptySlots, bytes) == 0
+                && memcmp(tails + first, emptySlots, bytes) == 0
+            {
+                continue
+            }
+            buckets += first..<first + 64
+        }
+        for bucket in buckets {
             let (level, digit) = (bucket >> Self.levelBits, bucket & (Self.bucketsPerLevel - 1))
+            let isRing = bucket >= Self.ringFirstBucket
             let marked = bitmaps[level] & (1 << UInt64(digit)) != 0
             if marked != (heads[bucket] >= 0) { problems.append("bucket \(bucket): bitmap bit \(marked), head \(heads[bucket])") }
             var index = heads[bucket]
@@ -33,11 +56,21 @@ extension TimerStore {
                 let tick = entry.key >> Self.tickShift
                 if entry.place != -2 - Int32(bucket) { problems.append("bucket \(bucket): entry \(index) says it is at \(entry.place)") }
                 if entry.previous != previous { problems.append("bucket \(bucket): entry \(index) links back to \(entry.previous), not \(previous)") }
-                if tick < horizon { problems.append("bucket \(bucket): entry \(index) lies before the horizon") }
-                if Int(truncatingIfNeeded: tick >> Int64(level * Self.levelBits)) & (Self.bucketsPerLevel - 1) != digit {
-                    problems.append("bucket \(bucket): entry \(index) has another digit at level \(level)")
+                if isRing {
+                    if tick >= horizon { problems.append("ring bucket \(bucket): entry \(index) lies at or after the horizon") }
+                    if tick < ringBase || tick - ringBase >= Int64(Self.ringSize) {
+                        problems.append("ring bucket \(bucket): entry \(index) lies outside the ring's span")
+                    }
+                    if Self.ringFirstBucket + Self.ringSlot(of: tick) != bucket {
+                        problems.append("ring bucket \(bucket): entry \(index) belongs in another slot")
+                    }
+                } else {
+                    if tick < horizon { problems.append("bucket \(bucket): entry \(index) lies before the horizon") }
+                    if Int(truncatingIfNeeded: tick >> Int64(level * Self.levelBits)) & (Self.bucketsPerLevel - 1) != digit {
+                        problems.append("bucket \(bucket): entry \(index) has another digit at level \(level)")
+                    }
+                    if entry.deadline < earliestDeadlines[bucket] { problems.append("bucket \(bucket): entry \(index) is due before the bucket's bound") }
                 }
-                if entry.deadline < earliestDeadlines[bucket] { problems.append("bucket \(bucket): entry \(index) is due before the bucket's bound") }
                 previous = index
                 index = entry.next
                 length += 1
@@ -47,10 +80,19 @@ extension TimerStore {
                 }
             }
             if tails[bucket] != previous { problems.append("bucket \(bucket): tail \(tails[bucket]), last entry \(previous)") }
-            wheelCount += length
+            if isRing { ringEntries += length } else { wheelCount += length }
         }
-        if heap.count + wheelCount != count { problems.append("heap \(heap.count) + wheel \(wheelCount) entries, count \(count)") }
-        if layout == .heap && wheelCount != 0 { problems.append("the heap layout has \(wheelCount) entries in the wheel") }
+        for word in 0..<(Self.ringSize / 64) {
+            let summarized = ringSummary[word >> 6] & (1 << UInt64(word & 63)) != 0
+            if summarized != (bitmaps[Self.levelCount + word] != 0) { problems.append("ring word \(word): summary bit \(summarized)") }
+        }
+        if ringEntries != ringCount { problems.append("the ring holds \(ringEntries) entries, its count says \(ringCount)") }
+        if heap.count + ringEntries + wheelCount != count {
+            problems.append("heap \(heap.count) + ring \(ringEntries) + wheel \(wheelCount) entries, count \(count)")
+        }
+        if layout == .heap && wheelCount + ringEntries != 0 {
+            problems.append("the heap layout has \(wheelCount + ringEntries) entries in the wheel or the ring")
+        }
         return problems
     }
 }

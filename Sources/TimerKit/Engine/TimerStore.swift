@@ -1,7 +1,8 @@
 import Dispatch
 
-/// The data structure that holds an engine's pending deadlines (C16): an exact 4-ary heap for the
-/// next few seconds behind a hierarchical timing wheel for everything later.
+/// The data structure that holds an engine's pending deadlines (C16): a ring of one-tick buckets
+/// and a small exact 4-ary heap for the next few seconds, behind a hierarchical timing wheel for
+/// everything later.
 ///
 /// Entries are ordered by key — the latest instant an entry may fire at, its deadline plus its
 /// tolerance — then by creation order. Every method is called under the lock of the shard that owns
@@ -10,11 +11,11 @@ import Dispatch
 /// ## How it works
 ///
 /// Time is cut into ticks of 2²⁰ ns (about 1 ms). The *horizon* is a tick: every entry whose key
-/// falls in an earlier tick is in the **near heap**, exactly ordered, and every other entry is in
-/// the **wheel**: 8 levels of 64 buckets, level `L` covering 64^(L+1) ticks, with a 64-bit
-/// occupancy bitmap per level. An entry goes to the level of the highest base-64 digit in which its
-/// tick differs from the horizon, into the bucket named by that digit, at the tail of a doubly
-/// linked list threaded through the entries themselves. So:
+/// falls in an earlier tick is in the **near set**, and every other entry is in the **wheel**:
+/// 8 levels of 64 buckets, level `L` covering 64^(L+1) ticks, with a 64-bit occupancy bitmap per
+/// level. An entry goes to the level of the highest base-64 digit in which its tick differs from
+/// the horizon, into the bucket named by that digit, at the tail of a doubly linked list threaded
+/// through the entries themselves. So:
 ///
 /// - inserting into the wheel and cancelling from it are O(1), with no allocation (entries live in
 ///   a paged ``TimerSlab``); moving a wheel entry within its bucket's range (a reset idle timeout,
@@ -22,32 +23,43 @@ import Dispatch
 /// - every entry of a lower level comes before every entry of a higher level, so the earliest
 ///   bucket is the lowest set bit of the lowest non-zero bitmap: no scan;
 /// - when the earliest bucket comes within ``lookahead`` ticks (about 4.3 s) of now, it is
-///   *opened*: a level-0 bucket (one tick) goes into the heap and the horizon moves past it; a
+///   *opened*: a level-0 bucket (one tick) goes into the near set and the horizon moves past it; a
 ///   higher bucket cascades down the levels. Each entry moves at most once per level, so the
 ///   amortized cost is O(1) per entry.
 ///
-/// So the heap holds the next few seconds, where deadlines come due and order matters, and the
+/// The near set is the **ring** — ``ringSize`` one-tick buckets (about 8.6 s), a tick's entries
+/// in slot `tick % ringSize`, linked the same way, with a bitmap and a summary word over it — and
+/// the **near heap**, exactly ordered. A near entry goes into its tick's slot, in O(1), unless its
+/// tick lies outside the ring's span (before the ring's base, or a ring's length past it); then it
+/// goes into the heap. Before the store tells its first entry, it opens ring ticks into the heap
+/// until the heap's first entry lies in an earlier tick than everything left in the ring
+/// (``openRingWhileAhead()``). So the heap holds the ticks being fired now — hundreds of entries
+/// where a million timers are due over seconds, instead of the million — and a sift touches a few
+/// cache lines instead of walking a 16 MB array (Benchmarks/results/issue21.md, "A near ring").
+///
+/// So the near set holds the next few seconds, where deadlines come due and order matters, and the
 /// wheel holds the far future — the idle timeouts and deadlines that are mostly cancelled before
 /// they come near. The split was chosen by measurement (Benchmarks/results/HISTORY.md, "The store"): with a lookahead of
 /// one tick's worth of buckets (64 ms), a million timers due within seconds made the wheel cascade
 /// tens of thousands of entries at once, stalling fires by milliseconds, while the heap alone fired
 /// them within a fraction of a millisecond; and for timers seconds ahead, cancelled before they
-/// come near, the wheel is O(1) whatever is pending.
+/// come near, the wheel is O(1) whatever is pending. The ring needs no cascade: a ring tick is
+/// opened in one step, and holds one tick's entries.
 ///
 /// Buckets are opened when the engine computes its next wake-up (``wakeUpTime(now:reserve:)``, which also
-/// wakes it when the next bucket comes within the lookahead), and on demand when the heap runs dry
-/// (each bucket keeps a lower bound of its deadlines, so one holding a due deadline is opened in
-/// time). The heap decides the exact order, so grouping entries in buckets never makes a fire
-/// early (C2) or later than its key (C3), and the store pops exactly the entries the heap alone
-/// would, in the same order.
+/// wakes it when the next bucket comes within the lookahead), and on demand when the near set runs
+/// dry (each bucket keeps a lower bound of its deadlines, so one holding a due deadline is opened in
+/// time). The heap decides the exact order, so grouping entries in buckets and slots never makes a
+/// fire early (C2) or later than its key (C3), and the store pops exactly the entries the heap
+/// alone would, in the same order.
 ///
-/// Why this file is longer than the others (about 480 lines): the heap and the wheel share one
-/// slab, one horizon and the entries' links, and every method keeps their joint invariants —
-/// kept private in one file, so that nothing else can break them. `TimerStore+Invariants.swift`
-/// states and checks them.
+/// Why this file is longer than the others (about 700 lines): the heap, the ring and the wheel
+/// share one slab, one horizon and the entries' links, and every method keeps their joint
+/// invariants — kept private in one file, so that nothing else can break them.
+/// `TimerStore+Invariants.swift` states and checks them.
 ///
-/// With ``Layout/heap`` the wheel is off and every entry goes into the heap (O(log n)); the
-/// benchmark races the two layouts.
+/// With ``Layout/heap`` the ring and the wheel are off and every entry goes into the heap
+/// (O(log n)); the benchmark races the two layouts.
 struct TimerStore {
     /// Where a scheduled callback stands.
     enum CallbackState {
@@ -79,8 +91,16 @@ struct TimerStore {
     static let bucketsPerLevel = 1 << levelBits
     /// How far ahead of now, in ticks, buckets are opened when the heap has run dry.
     static let nearWindow: Int64 = 64
-    /// How far ahead of now, in ticks, the heap holds every entry: 4,096 ticks, about 4.3 s.
+    /// How far ahead of now, in ticks, the near set (the heap and the ring) holds every entry:
+    /// 4,096 ticks, about 4.3 s.
     static let lookahead: Int64 = 4_096
+    /// The near ring's size in ticks: 8,192, about 8.6 s — twice the lookahead, so that every near
+    /// entry fits in it while the ring's base lags now by up to the lookahead.
+    static let ringBits = 13
+    static let ringSize = 1 << ringBits
+    /// The ring's buckets follow the wheel's in the bucket tables: ring slot `s` is bucket
+    /// `ringFirstBucket + s`, and its occupancy bit is in word `ringFirstBucket / 64 + s / 64`.
+    static let ringFirstBucket = levelCount * bucketsPerLevel
 
     let layout: Layout
     private(set) var slab = TimerSlab()
@@ -107,29 +127,47 @@ struct TimerStore {
     private(set) var horizon: Int64 = 0
     let wheel = Wheel()
 
-    /// The wheel's fixed-size tables, allocated once and reached through `let` pointers: no
-    /// copy-on-write or exclusivity checks on the hot path. The store is never copied (it lives in
-    /// its shard's locked state), so sharing the tables between copies cannot happen in practice.
+    /// The first tick the near ring may hold: it holds near entries of the ticks from here to
+    /// `ringSize` ticks later, each tick in slot `tick % ringSize`. It moves past a tick when the
+    /// tick is opened, and up to now when the ring has nothing before now.
+    private(set) var ringBase: Int64 = 0
+    /// The entries in the ring.
+    private(set) var ringCount = 0
+
+    /// The wheel's and the ring's fixed-size tables, allocated once and reached through `let`
+    /// pointers: no copy-on-write or exclusivity checks on the hot path. The store is never copied
+    /// (it lives in its shard's locked state), so sharing the tables between copies cannot happen
+    /// in practice.
     final class Wheel {
-        static let bucketCount = TimerStore.levelCount * TimerStore.bucketsPerLevel
-        /// One occupancy bitmap per level.
-        let bitmaps = UnsafeMutablePointer<UInt64>.allocate(capacity: TimerStore.levelCount)
+        /// The wheel's buckets.
+        static let wheelBucketCount = TimerStore.ringFirstBucket
+        /// The wheel's buckets, then the ring's.
+        static let bucketCount = wheelBucketCount + TimerStore.ringSize
+        /// The occupancy bitmaps: one per wheel level, then the ring's words.
+        static let bitmapCount = bucketCount / 64
+        /// One bit per ring word that is not zero.
+        static let ringSummaryCount = TimerStore.ringSize / 64 / 64
+        let bitmaps = UnsafeMutablePointer<UInt64>.allocate(capacity: bitmapCount)
+        let ringSummary = UnsafeMutablePointer<UInt64>.allocate(capacity: ringSummaryCount)
         /// Each bucket's first and last entry, or -1.
         let heads = UnsafeMutablePointer<Int32>.allocate(capacity: bucketCount)
         let tails = UnsafeMutablePointer<Int32>.allocate(capacity: bucketCount)
-        /// A lower bound of the deadlines in each bucket (`Int64.max` when empty), so that a bucket
-        /// whose keys are far off but whose deadlines have come (a long tolerance) is opened in time.
-        let earliestDeadlines = UnsafeMutablePointer<Int64>.allocate(capacity: bucketCount)
+        /// A lower bound of the deadlines in each wheel bucket (`Int64.max` when empty), so that a
+        /// bucket whose keys are far off but whose deadlines have come (a long tolerance) is opened
+        /// in time. (The ring needs none: its ticks are opened in key order, like the heap's.)
+        let earliestDeadlines = UnsafeMutablePointer<Int64>.allocate(capacity: wheelBucketCount)
 
         init() {
-            bitmaps.initialize(repeating: 0, count: TimerStore.levelCount)
+            bitmaps.initialize(repeating: 0, count: Self.bitmapCount)
+            ringSummary.initialize(repeating: 0, count: Self.ringSummaryCount)
             heads.initialize(repeating: -1, count: Self.bucketCount)
             tails.initialize(repeating: -1, count: Self.bucketCount)
-            earliestDeadlines.initialize(repeating: .max, count: Self.bucketCount)
+            earliestDeadlines.initialize(repeating: .max, count: Self.wheelBucketCount)
         }
 
         deinit {
             bitmaps.deallocate()
+            ringSummary.deallocate()
             heads.deallocate()
             tails.deallocate()
             earliestDeadlines.deallocate()
@@ -137,14 +175,16 @@ struct TimerStore {
     }
 
     var bitmaps: UnsafeMutablePointer<UInt64> { wheel.bitmaps }
+    var ringSummary: UnsafeMutablePointer<UInt64> { wheel.ringSummary }
     var heads: UnsafeMutablePointer<Int32> { wheel.heads }
     var tails: UnsafeMutablePointer<Int32> { wheel.tails }
     var earliestDeadlines: UnsafeMutablePointer<Int64> { wheel.earliestDeadlines }
 
-    /// Creates an empty store whose heap holds the `lookahead` ticks after `now`.
+    /// Creates an empty store whose near set holds the `lookahead` ticks after `now`.
     init(layout: Layout = .wheel, now: Int64 = 0) {
         self.layout = layout
-        horizon = max(0, (now >> Self.tickShift) + Self.lookahead)
+        ringBase = now >> Self.tickShift
+        horizon = max(0, ringBase + Self.lookahead)
     }
 
     /// The number of entries waiting for their deadline (not those being delivered).
@@ -254,7 +294,7 @@ struct TimerStore {
             let bucket = Int(-2 - place)
             entry.pointee.deadline = deadline
             entry.pointee.slack = newSlack
-            earliestDeadlines[bucket] = min(earliestDeadlines[bucket], deadline)
+            if bucket < Self.ringFirstBucket { earliestDeadlines[bucket] = min(earliestDeadlines[bucket], deadline) }
             return
         }
         if place >= 0, layout == .heap || newKey >> Self.tickShift < horizon {
@@ -316,10 +356,12 @@ struct TimerStore {
     /// Unplaces the first entry if its deadline has come by `now`; it stays allocated.
     private mutating func popFirst(dueBy now: Int64) -> (index: Int32, deadline: Int64)? {
         while true {
+            openRingWhileAhead()
             if let top = heap.first?.index {
                 let deadline = slab[top].pointee.deadline
                 guard deadline <= now && deadline != .max else { return nil }
                 heapRemove(at: 0)
+                if ringCount > 0 { openRingAhead(before: (now >> Self.tickShift) + 2) }
                 return (top, deadline)
             }
             // Open the first bucket if it is near, or if something in it may be due already: then
@@ -342,6 +384,8 @@ struct TimerStore {
     mutating func wakeUpTime(now: Int64, reserve: Int64 = 0) -> Int64? {
         let nowTick = now >> Self.tickShift
         while let bucket = firstBucket(), bucket.start <= nowTick + Self.lookahead { open(bucket) }
+        advanceRingBase(to: nowTick)
+        openRingWhileAhead()
         let keyTime = heap.first.map { first in
             reserve > 0 && first.key != .max ? max(first.key - reserve, slab[first.index].pointee.deadline) : first.key
         }
@@ -356,7 +400,11 @@ struct TimerStore {
     /// The deadline of the first entry in (key, creation) order, found by opening as many buckets
     /// as it takes.
     mutating func firstDeadline() -> Int64? {
-        while heap.isEmpty, let bucket = firstBucket() { open(bucket) }
+        while true {
+            openRingWhileAhead()
+            guard heap.isEmpty, let bucket = firstBucket() else { break }
+            open(bucket)
+        }
         return heap.first.map { slab[$0.index].pointee.deadline }
     }
 
@@ -374,30 +422,53 @@ struct TimerStore {
             }
         }
         heap = []
-        for level in 0..<Self.levelCount { bitmaps[level] = 0 }
+        for word in 0..<Wheel.bitmapCount { bitmaps[word] = 0 }
+        for word in 0..<Wheel.ringSummaryCount { ringSummary[word] = 0 }
         for bucket in 0..<Wheel.bucketCount {
             heads[bucket] = -1
             tails[bucket] = -1
-            earliestDeadlines[bucket] = .max
         }
+        for bucket in 0..<Wheel.wheelBucketCount { earliestDeadlines[bucket] = .max }
+        ringCount = 0
         return works
     }
 
     // MARK: Placing entries
 
-    /// Puts an allocated entry in the heap (its tick is before the horizon) or in its wheel bucket.
+    /// Puts an allocated entry in the near set (its tick is before the horizon) — its tick's ring
+    /// slot, or the heap when the tick is outside the ring's span — or in its wheel bucket.
     private mutating func place(_ index: Int32) {
         let tick = slab[index].pointee.key >> Self.tickShift
-        guard layout == .wheel, tick >= horizon else {
+        guard layout == .wheel else {
             heapInsert(index)
+            return
+        }
+        guard tick >= horizon else {
+            if tick >= ringBase && tick - ringBase < Int64(Self.ringSize) {
+                link(index, to: Self.ringFirstBucket + Self.ringSlot(of: tick))
+                ringCount += 1
+            } else {
+                heapInsert(index)
+            }
             return
         }
         let differing = UInt64(bitPattern: tick ^ horizon)
         let level = differing == 0 ? 0 : (63 - differing.leadingZeroBitCount) / Self.levelBits
         let digit = Int(truncatingIfNeeded: tick >> Int64(level * Self.levelBits)) & (Self.bucketsPerLevel - 1)
         let bucket = level * Self.bucketsPerLevel + digit
+        earliestDeadlines[bucket] = min(earliestDeadlines[bucket], slab[index].pointee.deadline)
+        link(index, to: bucket)
+    }
+
+    /// The ring slot of a tick.
+    @inline(__always)
+    static func ringSlot(of tick: Int64) -> Int { Int(truncatingIfNeeded: tick) & (ringSize - 1) }
+
+    /// Links an entry at the tail of a bucket's list (a wheel bucket or a ring slot) and marks the
+    /// bucket occupied.
+    @inline(__always)
+    private mutating func link(_ index: Int32, to bucket: Int) {
         let entry = slab[index]
-        earliestDeadlines[bucket] = min(earliestDeadlines[bucket], entry.pointee.deadline)
         entry.pointee.place = -2 - Int32(bucket)
         entry.pointee.next = -1
         entry.pointee.previous = tails[bucket]
@@ -405,9 +476,27 @@ struct TimerStore {
             slab[tails[bucket]].pointee.next = index
         } else {
             heads[bucket] = index
-            bitmaps[level] |= 1 << UInt64(digit)
+            let word = bucket >> Self.levelBits
+            if word >= Self.levelCount && bitmaps[word] == 0 {
+                let ringWord = word - Self.levelCount
+                ringSummary[ringWord >> 6] |= 1 << UInt64(ringWord & 63)
+            }
+            bitmaps[word] |= 1 << UInt64(bucket & (Self.bucketsPerLevel - 1))
         }
         tails[bucket] = index
+    }
+
+    /// Marks a bucket whose list was just emptied as empty.
+    @inline(__always)
+    private mutating func markEmpty(_ bucket: Int) {
+        let word = bucket >> Self.levelBits
+        bitmaps[word] &= ~(1 << UInt64(bucket & (Self.bucketsPerLevel - 1)))
+        if word < Self.levelCount {
+            earliestDeadlines[bucket] = .max
+        } else if bitmaps[word] == 0 {
+            let ringWord = word - Self.levelCount
+            ringSummary[ringWord >> 6] &= ~(1 << UInt64(ringWord & 63))
+        }
     }
 
     /// Takes an entry out of the heap or its bucket; it stays allocated.
@@ -424,10 +513,8 @@ struct TimerStore {
         let previous = entry.pointee.previous
         if previous >= 0 { slab[previous].pointee.next = next } else { heads[bucket] = next }
         if next >= 0 { slab[next].pointee.previous = previous } else { tails[bucket] = previous }
-        if heads[bucket] < 0 {
-            bitmaps[bucket >> Self.levelBits] &= ~(1 << UInt64(bucket & (Self.bucketsPerLevel - 1)))
-            earliestDeadlines[bucket] = .max
-        }
+        if heads[bucket] < 0 { markEmpty(bucket) }
+        if bucket >= Self.ringFirstBucket { ringCount -= 1 }
         entry.pointee.place = TimerEntry.unplaced
         entry.pointee.next = -1
         entry.pointee.previous = -1
@@ -452,6 +539,11 @@ struct TimerStore {
     /// Whether `tick` is one of the bucket's: where ``place(_:)`` would put an entry of that tick.
     @inline(__always)
     private func isInRange(_ tick: Int64, ofBucket bucket: Int) -> Bool {
+        if bucket >= Self.ringFirstBucket {
+            // The ring's span holds each slot's tick once, and the entry's old tick, in the same
+            // slot, was before the horizon: so is this one.
+            return tick >= ringBase && tick - ringBase < Int64(Self.ringSize) && Self.ringFirstBucket + Self.ringSlot(of: tick) == bucket
+        }
         let level = bucket >> Self.levelBits
         let start = bucketStart(level: level, digit: bucket & (Self.bucketsPerLevel - 1))
         return tick >= start && tick - start < Int64(1) << Int64(level * Self.levelBits)
@@ -478,13 +570,106 @@ struct TimerStore {
         var index = heads[bucket]
         heads[bucket] = -1
         tails[bucket] = -1
-        earliestDeadlines[bucket] = .max
-        bitmaps[bucket >> Self.levelBits] &= ~(1 << UInt64(bucket & (Self.bucketsPerLevel - 1)))
+        markEmpty(bucket)
         while index >= 0 {
             let next = slab[index].pointee.next
             place(index)
             index = next
         }
+    }
+
+    // MARK: The near ring
+
+    /// Opens ring ticks into the heap until the heap's first entry comes before every entry left in
+    /// the ring: then the heap's first is the near set's first, exactly as if the heap held it all.
+    /// A ring tick's entries all have keys in that tick, so the heap's first precedes them when its
+    /// key falls in an earlier tick.
+    @inline(__always)
+    private mutating func openRingWhileAhead() {
+        while ringCount > 0 {
+            let tick = firstRingTick()
+            if let first = heap.first, first.key >> Self.tickShift < tick { return }
+            openRing(tick)
+        }
+    }
+
+    /// Moves every entry of a ring tick into the heap; the ring's base moves past the tick.
+    private mutating func openRing(_ tick: Int64) {
+        let bucket = Self.ringFirstBucket + Self.ringSlot(of: tick)
+        var index = heads[bucket]
+        heads[bucket] = -1
+        tails[bucket] = -1
+        markEmpty(bucket)
+        ringBase = tick + 1
+        while index >= 0 {
+            let next = slab[index].pointee.next
+            heapInsert(index)
+            ringCount -= 1
+            index = next
+        }
+    }
+
+    /// Moves the first two entries of the ring's first tick into the heap, if that tick is before
+    /// `limit`: called once per entry popped, so that the ticks coming due move into the heap a few
+    /// at a time, between fires, instead of all at once when the heap reaches them. (A tick of a
+    /// million timers due over two seconds holds about 500 entries scattered over the slab;
+    /// opening it at once delayed that tick's first fires by its cache misses,
+    /// Benchmarks/results/issue21.md, "A near ring".) Any near entry may be in the heap, so this
+    /// changes no order.
+    private mutating func openRingAhead(before limit: Int64) {
+        let tick = firstRingTick()
+        guard tick < limit else { return }
+        let bucket = Self.ringFirstBucket + Self.ringSlot(of: tick)
+        for _ in 0..<2 {
+            let index = heads[bucket]
+            let next = slab[index].pointee.next
+            heads[bucket] = next
+            ringCount -= 1
+            heapInsert(index)
+            guard next >= 0 else {
+                tails[bucket] = -1
+                markEmpty(bucket)
+                ringBase = tick + 1
+                return
+            }
+            slab[next].pointee.previous = -1
+        }
+    }
+
+    /// Moves the ring's base up to `tick`, or to the ring's first tick if that is earlier: nothing
+    /// in the ring lies between, so every entry keeps its slot, and the ring spans ticks further
+    /// ahead for the entries to come.
+    private mutating func advanceRingBase(to tick: Int64) {
+        guard tick > ringBase else { return }
+        ringBase = ringCount == 0 ? tick : min(tick, firstRingTick())
+    }
+
+    /// The first tick, from the ring's base on, whose slot holds entries. The ring must not be empty.
+    private func firstRingTick() -> Int64 {
+        let start = Self.ringSlot(of: ringBase)
+        let slot = firstRingSlot(from: start) ?? firstRingSlot(from: 0)!
+        return ringBase + Int64((slot - start) & (Self.ringSize - 1))
+    }
+
+    /// The first occupied ring slot at or after `start`, found through the summary bits: at most
+    /// three words read.
+    private func firstRingSlot(from start: Int) -> Int? {
+        let ring = bitmaps + Self.levelCount
+        var word = start >> 6
+        let bits = ring[word] & (~UInt64(0) << UInt64(start & 63))
+        if bits != 0 { return word << 6 | bits.trailingZeroBitCount }
+        word += 1
+        var summaryWord = word >> 6
+        while summaryWord < Wheel.ringSummaryCount {
+            var summary = ringSummary[summaryWord]
+            if summaryWord == word >> 6 { summary &= ~UInt64(0) << UInt64(word & 63) }
+            if summary != 0 {
+                let found = summaryWord << 6 | summary.trailingZeroBitCount
+                return found << 6 | ring[found].trailingZeroBitCount
+            }
+            summaryWord += 1
+        }
+        return nil
     }
 
     // MARK: The near heap
