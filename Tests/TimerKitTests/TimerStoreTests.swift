@@ -160,6 +160,42 @@ struct TimerStoreTests {
         _ = b
     }
 
+    @Test(
+        "C16: of 20,000 entries due over 2 s, the heap holds only the ticks being fired, the rest waiting in the ring, and all come out in (key, creation) order"
+    )
+    func ringFeedsTheHeapTickByTick() {
+        let now: Int64 = 1_000 * Self.tick
+        var store = TimerStore(layout: .wheel, now: now)
+        var random = SeededRandom(seed: 21)
+        var perTick: [Int64: Int] = [:]
+        var model: [(key: Int64, sequence: UInt32)] = []
+        for sequence in 0..<UInt32(20_000) {
+            let deadline = now + Self.tick + Int64.random(in: 0..<(2_000 * Self.tick), using: &random)
+            _ = store.insert(.none, deadline: deadline, slack: 0, sequence: sequence)
+            perTick[deadline >> TimerStore.tickShift, default: 0] += 1
+            model.append((deadline, sequence))
+        }
+        #expect(store.ringCount == 20_000, "every entry is near, within the ring's span")
+        model.sort { $0.key < $1.key || ($0.key == $1.key && $0.sequence < $1.sequence) }
+        var largestHeap = 0
+        var mismatches = 0
+        for expected in model {
+            guard let (_, deadline) = store.removeFirst(dueBy: expected.key) else {
+                mismatches += 1
+                break
+            }
+            if deadline != expected.key { mismatches += 1 }
+            largestHeap = max(largestHeap, store.heap.count)
+        }
+        #expect(mismatches == 0)
+        #expect(store.count == 0 && store.ringCount == 0)
+        // At most the tick being fired and the next one are in the heap, and two entries opened
+        // ahead per pop: never more than the two fullest ticks.
+        let twoFullest = perTick.values.sorted(by: >).prefix(2).reduce(0, +)
+        #expect(largestHeap <= twoFullest, "the heap held \(largestHeap) entries; the two fullest ticks hold \(twoFullest)")
+        #expect(largestHeap < 100)
+    }
+
     @Test("C2, C17: the end of time never comes, and a tolerance cannot push a key past it", arguments: [TimerStore.Layout.wheel, .heap])
     func endOfTime(layout: TimerStore.Layout) {
         var store = TimerStore(layout: layout)

@@ -93,14 +93,15 @@ struct TimerEntry {
     /// a live callback from a later tenant of the same entry. Compared with wrapping arithmetic,
     /// so the order holds between entries created fewer than 2³¹ apart.
     var sequence: UInt32
-    /// The next entry in the same wheel bucket, or in the free list; -1 for none.
+    /// The next entry in the same wheel bucket or ring slot, or in the free list; -1 for none.
     var next: Int32
-    /// The previous entry in the same wheel bucket; -1 for none.
+    /// The previous entry in the same wheel bucket or ring slot; -1 for none.
     var previous: Int32
     /// Where the entry is: ≥ 0 its index in the near heap, ``TimerEntry/unplaced`` when free,
-    /// `-2 - b` when in wheel bucket `b`, and one of the delivery states (``delivering``,
-    /// ``claimed``, ``withdrawn``) for a callback taken out of the store for its run. A delivery
-    /// state is changed with atomic operations (``CallbackTicket``), also outside its shard's lock.
+    /// `-2 - b` when in bucket `b` (a wheel bucket, or a ring slot from ``TimerStore/ringFirstBucket``
+    /// on), and one of the delivery states (``delivering``, ``claimed``, ``withdrawn``) for a
+    /// callback taken out of the store for its run. A delivery state is changed with atomic
+    /// operations (``CallbackTicket``), also outside its shard's lock.
     var place: Int32
     /// `key - deadline`: the tolerance the store orders by, at most `UInt32.max` nanoseconds (a
     /// longer tolerance is narrowed to 4.29 s, which C3 allows: a narrower window is still kept).
