@@ -69,7 +69,7 @@ struct PostgresStoreTests {
     )
     func databaseTimeDecides() async throws {
         let store = try await PostgresTimerStore(
-            configuration: try TestServer.configuration(), timeSource: .database, notifyWithin: .seconds(60), timeout: .seconds(10), maximumSkew: .seconds(1),
+            configuration: try TestServer.configuration(), timeSource: .database, notifyWithin: .seconds(60), timeout: .seconds(60), maximumSkew: .seconds(1),
             onError: { _ in })
         let namespace = "time-\(UUID().uuidString.prefix(8))"
         let hostNow = TimerClock.wall.now.nanoseconds
