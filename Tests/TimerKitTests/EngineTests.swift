@@ -214,11 +214,13 @@ extension RealTime {
             let tolerance = Duration.milliseconds(20)
             let count = 15
             let fires = Recorder<TimerFire>()
-            let timer = try ScheduledTimer.repeating(every: interval, tolerance: tolerance, clock: clock) { timer, fire in
+            // The first deadline is fixed before the timer is made: read back afterwards, it could
+            // have moved on already (a preempted test thread).
+            let first = clock.now + interval
+            _ = try ScheduledTimer.repeating(every: interval, first: .at(first), tolerance: tolerance, clock: clock) { timer, fire in
                 fires.append(fire)
                 if fire.sequenceNumber == count { timer.invalidate() }
             }
-            let first = try #require(timer.nextDeadline)
             // The control sleeps to the same windows' ends, at the same time.
             let control = ControlSleeper(deadlines: (0..<count).map { first + interval * $0 + tolerance })
             #expect(await eventually { fires.count == count })

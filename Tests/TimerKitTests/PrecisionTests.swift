@@ -69,14 +69,16 @@ extension RealTime {
             let interval = Duration.milliseconds(10)
             let count = 40
             let fires = Recorder<TimerFire>()
-            let timer = try ScheduledTimer.repeating(every: interval, precision: .high, clock: clock) { timer, fire in
+            // The first deadline is fixed before the timer is made: read back afterwards, it could
+            // have moved on already (a preempted test thread).
+            let first = clock.now + interval
+            _ = try ScheduledTimer.repeating(every: interval, first: .at(first), precision: .high, clock: clock) { timer, fire in
                 fires.append(fire)
                 if fire.sequenceNumber == count { timer.invalidate() }
             }
             // A standard timer beside it on the same clock, which is never waited for.
             let standardFires = Recorder<TimerFire>()
             let standard = try ScheduledTimer.repeating(every: .milliseconds(7), clock: clock) { _, fire in standardFires.append(fire) }
-            let first = try #require(timer.nextDeadline)
             #expect(await eventually { fires.count == count })
             standard.invalidate()
             #expect((fires.all + standardFires.all).allSatisfy { $0.lateness >= .zero }, "C2")
@@ -99,11 +101,13 @@ extension RealTime {
             defer { clock.shutdown() }
             for trial in 0..<20 {
                 let started = Recorder<TimerInstant>()
-                let timer = try ScheduledTimer.once(at: .after(.milliseconds(5)), precision: .high, clock: clock) { _, fire in
+                // The deadline is fixed before the timer is made: read back afterwards, it could be
+                // gone already (a preempted test thread, the timer fired).
+                let deadline = clock.now + .milliseconds(5)
+                let timer = try ScheduledTimer.once(at: .at(deadline), precision: .high, clock: clock) { _, fire in
                     // Read when the run was decided, before it began.
                     started.append(fire.firedAt)
                 }
-                let deadline = try #require(timer.nextDeadline)
                 // From a thread of its own, 0–200 µs before the deadline, plus that thread's own
                 // wake-up latency: measured, 3 to 8 of the 20 trials land while the engine waits
                 // for the deadline (its lead is at least 100 µs), the others before or after.

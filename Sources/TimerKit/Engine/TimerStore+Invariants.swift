@@ -34,7 +34,7 @@ extension TimerStore {
         let emptySlots = [Int32](repeating: -1, count: 64)
         let bytes = 64 * MemoryLayout<Int32>.stride
         var buckets = Array(0..<Self.ringFirstBucket)
-        for word in 0..<(Self.ringSize / 64) {
+        for word in 0..<(hasRing ? Self.ringSize / 64 : 0) {
             let first = Self.ringFirstBucket + word * 64
             if bitmaps[Self.levelCount + word] == 0 && memcmp(heads + first, emptySlots, bytes) == 0
                 && memcmp(tails + first, emptySlots, bytes) == 0
@@ -82,7 +82,7 @@ extension TimerStore {
             if tails[bucket] != previous { problems.append("bucket \(bucket): tail \(tails[bucket]), last entry \(previous)") }
             if isRing { ringEntries += length } else { wheelCount += length }
         }
-        for word in 0..<(Self.ringSize / 64) {
+        for word in 0..<(hasRing ? Self.ringSize / 64 : 0) {
             let summarized = ringSummary[word >> 6] & (1 << UInt64(word & 63)) != 0
             if summarized != (bitmaps[Self.levelCount + word] != 0) { problems.append("ring word \(word): summary bit \(summarized)") }
         }

@@ -125,7 +125,6 @@ struct TimerStore {
     }
     /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
     private(set) var horizon: Int64 = 0
-    let wheel = Wheel()
 
     /// The first tick the near ring may hold: it holds near entries of the ticks from here to
     /// `ringSize` ticks later, each tick in slot `tick % ringSize`. It moves past a tick when the
@@ -134,57 +133,93 @@ struct TimerStore {
     /// The entries in the ring.
     private(set) var ringCount = 0
 
-    /// The wheel's and the ring's fixed-size tables, allocated once and reached through `let`
-    /// pointers: no copy-on-write or exclusivity checks on the hot path. The store is never copied
-    /// (it lives in its shard's locked state), so sharing the tables between copies cannot happen
-    /// in practice.
-    final class Wheel {
+    /// The bucket tables, indexed by bucket: the wheel's buckets, then — once the ring is first used
+    /// (``hasRing``) — the ring's slots. Raw pointers held by value, which `tables` owns: no
+    /// copy-on-write or exclusivity checks on the hot path. The store is never copied (it lives in
+    /// its shard's locked state), so sharing the tables between copies cannot happen in practice.
+    ///
+    /// Each bucket's first and last entry, or -1.
+    private(set) var heads: UnsafeMutablePointer<Int32>
+    private(set) var tails: UnsafeMutablePointer<Int32>
+    /// The occupancy bitmaps: one per wheel level, then the ring's words.
+    private(set) var bitmaps: UnsafeMutablePointer<UInt64>
+    /// One bit per ring word that is not zero.
+    let ringSummary: UnsafeMutablePointer<UInt64>
+    /// A lower bound of the deadlines in each wheel bucket (`Int64.max` when empty), so that a
+    /// bucket whose keys are far off but whose deadlines have come (a long tolerance) is opened in
+    /// time. (The ring needs none: its ticks are opened in key order, like the heap's.)
+    let earliestDeadlines: UnsafeMutablePointer<Int64>
+    /// Whether the ring's part of the tables is allocated: on the first entry the ring takes, so
+    /// that a store that never holds a near entry, as most of a clock's shards, costs 8 KB and not
+    /// 78 (the ring's tables are 70 KB).
+    private(set) var hasRing = false
+    private let tables: BucketTables
+
+    /// Owns the bucket tables: allocates them, grows them for the ring, and frees them.
+    final class BucketTables {
         /// The wheel's buckets.
         static let wheelBucketCount = TimerStore.ringFirstBucket
         /// The wheel's buckets, then the ring's.
         static let bucketCount = wheelBucketCount + TimerStore.ringSize
-        /// The occupancy bitmaps: one per wheel level, then the ring's words.
-        static let bitmapCount = bucketCount / 64
-        /// One bit per ring word that is not zero.
         static let ringSummaryCount = TimerStore.ringSize / 64 / 64
-        let bitmaps = UnsafeMutablePointer<UInt64>.allocate(capacity: bitmapCount)
-        let ringSummary = UnsafeMutablePointer<UInt64>.allocate(capacity: ringSummaryCount)
-        /// Each bucket's first and last entry, or -1.
-        let heads = UnsafeMutablePointer<Int32>.allocate(capacity: bucketCount)
-        let tails = UnsafeMutablePointer<Int32>.allocate(capacity: bucketCount)
-        /// A lower bound of the deadlines in each wheel bucket (`Int64.max` when empty), so that a
-        /// bucket whose keys are far off but whose deadlines have come (a long tolerance) is opened
-        /// in time. (The ring needs none: its ticks are opened in key order, like the heap's.)
-        let earliestDeadlines = UnsafeMutablePointer<Int64>.allocate(capacity: wheelBucketCount)
+        private(set) var heads = BucketTables.filled(-1 as Int32, count: wheelBucketCount)
+        private(set) var tails = BucketTables.filled(-1 as Int32, count: wheelBucketCount)
+        private(set) var bitmaps = BucketTables.filled(0 as UInt64, count: TimerStore.levelCount)
+        let ringSummary = BucketTables.filled(0 as UInt64, count: ringSummaryCount)
+        let earliestDeadlines = BucketTables.filled(Int64.max, count: wheelBucketCount)
 
-        init() {
-            bitmaps.initialize(repeating: 0, count: Self.bitmapCount)
-            ringSummary.initialize(repeating: 0, count: Self.ringSummaryCount)
-            heads.initialize(repeating: -1, count: Self.bucketCount)
-            tails.initialize(repeating: -1, count: Self.bucketCount)
-            earliestDeadlines.initialize(repeating: .max, count: Self.wheelBucketCount)
+        private static func filled<Element>(_ value: Element, count: Int) -> UnsafeMutablePointer<Element> {
+            let tables = UnsafeMutablePointer<Element>.allocate(capacity: count)
+            tables.initialize(repeating: value, count: count)
+            return tables
+        }
+
+        /// Grows the heads, tails and bitmaps to hold the ring's slots after the wheel's buckets.
+        func addRing() {
+            heads = Self.grown(heads, from: Self.wheelBucketCount, to: Self.bucketCount, filling: -1)
+            tails = Self.grown(tails, from: Self.wheelBucketCount, to: Self.bucketCount, filling: -1)
+            bitmaps = Self.grown(bitmaps, from: TimerStore.levelCount, to: Self.bucketCount / 64, filling: 0)
+        }
+
+        private static func grown<Element>(
+            _ old: UnsafeMutablePointer<Element>, from oldCount: Int, to count: Int, filling value: Element
+        ) -> UnsafeMutablePointer<Element> {
+            let new = UnsafeMutablePointer<Element>.allocate(capacity: count)
+            new.moveInitialize(from: old, count: oldCount)
+            (new + oldCount).initialize(repeating: value, count: count - oldCount)
+            old.deallocate()
+            return new
         }
 
         deinit {
-            bitmaps.deallocate()
-            ringSummary.deallocate()
             heads.deallocate()
             tails.deallocate()
+            bitmaps.deallocate()
+            ringSummary.deallocate()
             earliestDeadlines.deallocate()
         }
     }
-
-    var bitmaps: UnsafeMutablePointer<UInt64> { wheel.bitmaps }
-    var ringSummary: UnsafeMutablePointer<UInt64> { wheel.ringSummary }
-    var heads: UnsafeMutablePointer<Int32> { wheel.heads }
-    var tails: UnsafeMutablePointer<Int32> { wheel.tails }
-    var earliestDeadlines: UnsafeMutablePointer<Int64> { wheel.earliestDeadlines }
 
     /// Creates an empty store whose near set holds the `lookahead` ticks after `now`.
     init(layout: Layout = .wheel, now: Int64 = 0) {
         self.layout = layout
         ringBase = now >> Self.tickShift
         horizon = max(0, ringBase + Self.lookahead)
+        tables = BucketTables()
+        heads = tables.heads
+        tails = tables.tails
+        bitmaps = tables.bitmaps
+        ringSummary = tables.ringSummary
+        earliestDeadlines = tables.earliestDeadlines
+    }
+
+    /// Allocates the ring's part of the bucket tables.
+    private mutating func addRing() {
+        tables.addRing()
+        heads = tables.heads
+        tails = tables.tails
+        bitmaps = tables.bitmaps
+        hasRing = true
     }
 
     /// The number of entries waiting for their deadline (not those being delivered).
@@ -422,13 +457,14 @@ struct TimerStore {
             }
         }
         heap = []
-        for word in 0..<Wheel.bitmapCount { bitmaps[word] = 0 }
-        for word in 0..<Wheel.ringSummaryCount { ringSummary[word] = 0 }
-        for bucket in 0..<Wheel.bucketCount {
+        let bucketCount = hasRing ? BucketTables.bucketCount : BucketTables.wheelBucketCount
+        for word in 0..<(bucketCount / 64) { bitmaps[word] = 0 }
+        for word in 0..<BucketTables.ringSummaryCount { ringSummary[word] = 0 }
+        for bucket in 0..<bucketCount {
             heads[bucket] = -1
             tails[bucket] = -1
         }
-        for bucket in 0..<Wheel.wheelBucketCount { earliestDeadlines[bucket] = .max }
+        for bucket in 0..<BucketTables.wheelBucketCount { earliestDeadlines[bucket] = .max }
         ringCount = 0
         return works
     }
@@ -445,6 +481,7 @@ struct TimerStore {
         }
         guard tick >= horizon else {
             if tick >= ringBase && tick - ringBase < Int64(Self.ringSize) {
+                if !hasRing { addRing() }
                 link(index, to: Self.ringFirstBucket + Self.ringSlot(of: tick))
                 ringCount += 1
             } else {
@@ -660,7 +697,7 @@ struct TimerStore {
         if bits != 0 { return word << 6 | bits.trailingZeroBitCount }
         word += 1
         var summaryWord = word >> 6
-        while summaryWord < Wheel.ringSummaryCount {
+        while summaryWord < BucketTables.ringSummaryCount {
             var summary = ringSummary[summaryWord]
             if summaryWord == word >> 6 { summary &= ~UInt64(0) << UInt64(word & 63) }
             if summary != 0 {
