@@ -28,7 +28,8 @@ import Dispatch
 ///   amortized cost is O(1) per entry.
 ///
 /// The near set is the **ring** — ``ringSize`` one-tick buckets (about 8.6 s), a tick's entries
-/// in slot `tick % ringSize`, linked the same way, with a bitmap and a summary word over it — and
+/// in slot `tick % ringSize`, linked the same way, with a bitmap and summary words over it; its
+/// tables, 70 KB, are allocated with the store's first ring entry — and
 /// the **near heap**, exactly ordered. A near entry goes into its tick's slot, in O(1), unless its
 /// tick lies outside the ring's span (before the ring's base, or a ring's length past it); then it
 /// goes into the heap. Before the store tells its first entry, it opens ring ticks into the heap
