@@ -56,7 +56,7 @@ enum ToolRunner {
         let began = Date()
         var output: [Int32] = [0, 0]
         var errors: [Int32] = [0, 0]
-        guard pipe(&output) == 0, pipe(&errors) == 0 else { throw POSIXError(.EMFILE) }
+        guard closeOnExecPipe(&output), closeOnExecPipe(&errors) else { throw POSIXError(.EMFILE) }
         let pid: pid_t
         do {
             pid = try spawn(arguments, environment: environment, input: nil, output: output[1], error: errors[1], closing: [output[0], errors[0]])
@@ -160,7 +160,7 @@ enum ToolRunner {
         let envp = variables.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { for pointer in argv + envp { free(pointer) } }
         var pid = pid_t()
-        let result = posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp)
+        let result = descriptorLock.withLock { _ in posix_spawn(&pid, executable.path, &actions, &attributes, argv, envp) }
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
         return pid
     }
@@ -227,7 +227,7 @@ final class PseudoTerminal: @unchecked Sendable {
         // posix_openpt, grantpt, unlockpt and ptsname are not in Swift's Glibc module: the same
         // through /dev/ptmx and its ioctls (TIOCSPTLCK, TIOCGPTN; `_IOW`/`_IOR` macros Swift
         // cannot import, their values on every Linux architecture Swift supports).
-        master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         var unlock: Int32 = 0
         var number: UInt32 = 0
         guard master >= 0, ioctl(master, 0x4004_5431, &unlock) == 0, ioctl(master, 0x8004_5430, &number) == 0 else {
@@ -236,12 +236,13 @@ final class PseudoTerminal: @unchecked Sendable {
         name = "/dev/pts/\(number)"
         #else
         master = posix_openpt(O_RDWR | O_NOCTTY)
+        if master >= 0 { _ = fcntl(master, F_SETFD, FD_CLOEXEC) }
         guard master >= 0, grantpt(master) == 0, unlockpt(master) == 0, let path = ptsname(master) else {
             throw POSIXError(.ENODEV)
         }
         name = String(cString: path)
         #endif
-        slave = open(name, O_RDWR | O_NOCTTY)
+        slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)
         guard slave >= 0 else { throw POSIXError(.ENODEV) }
         var size = winsize(ws_row: 24, ws_col: 80, ws_xpixel: 0, ws_ypixel: 0)
         _ = ioctl(slave, UInt(TIOCSWINSZ), &size)
@@ -303,6 +304,23 @@ final class PseudoTerminal: @unchecked Sendable {
         return settings.c_lflag & wanted == wanted
     }
 }
+
+/// A pipe whose two descriptors are closed on `exec`, so that a process another test starts
+/// meanwhile does not inherit its write end: the reader here would then wait for that process to
+/// end before it saw the end of the output (seen under load, as a 300 ms timeout that "took" 15 s).
+/// A spawned tool gets its ends through `dup2`, which clears the flag on the copy. Made under
+/// ``descriptorLock``, which the tests' spawns take too, so that none starts between the pipe's
+/// creation and the flag (`pipe2` is not in Swift's Glibc module).
+private func closeOnExecPipe(_ descriptors: inout [Int32]) -> Bool {
+    descriptorLock.withLock { _ in
+        guard pipe(&descriptors) == 0 else { return false }
+        for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+        return true
+    }
+}
+
+/// Held while the tests make a pipe and set its flags, and while they start a process.
+private let descriptorLock = Mutex(())
 
 /// `close(2)`, out of the reach of ``PseudoTerminal/close()``'s name.
 private func closeDescriptor(_ descriptor: Int32) {
