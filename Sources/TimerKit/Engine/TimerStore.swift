@@ -29,12 +29,13 @@ import Dispatch
 ///
 /// The near set is the **ring** — ``ringSize`` one-tick buckets (about 8.6 s), a tick's entries
 /// in slot `tick % ringSize`, linked the same way, with a bitmap and summary words over it; its
-/// tables, 70 KB, are allocated with the store's first ring entry — and
+/// tables, 65 KB, are allocated with the store's first ring entry — and
 /// the **near heap**, exactly ordered. A near entry goes into its tick's slot, in O(1), unless its
 /// tick lies outside the ring's span (before the ring's base, or a ring's length past it); then it
 /// goes into the heap. Before the store tells its first entry, it opens ring ticks into the heap
 /// until the heap's first entry lies in an earlier tick than everything left in the ring
-/// (``openRingWhileAhead()``). So the heap holds the ticks being fired now — hundreds of entries
+/// (``openRingWhileAhead()``), and each entry popped moves two of the next tick's ahead of need
+/// (``openRingAhead(before:)``). So the heap holds the ticks being fired now — hundreds of entries
 /// where a million timers are due over seconds, instead of the million — and a sift touches a few
 /// cache lines instead of walking a 16 MB array (Benchmarks/results/issue21.md, "A near ring").
 ///
@@ -90,7 +91,7 @@ struct TimerStore {
     static let levelBits = 6
     static let levelCount = 8
     static let bucketsPerLevel = 1 << levelBits
-    /// How far ahead of now, in ticks, buckets are opened when the heap has run dry.
+    /// How far ahead of now, in ticks, buckets are opened when the near set has run dry.
     static let nearWindow: Int64 = 64
     /// How far ahead of now, in ticks, the near set (the heap and the ring) holds every entry:
     /// 4,096 ticks, about 4.3 s.
@@ -124,7 +125,7 @@ struct TimerStore {
             key < other.key || (key == other.key && Int32(bitPattern: sequence &- other.sequence) < 0)
         }
     }
-    /// First tick that is not in the near heap; every wheel entry's tick is at or after it.
+    /// First tick that is not in the near set; every wheel entry's tick is at or after it.
     private(set) var horizon: Int64 = 0
 
     /// The first tick the near ring may hold: it holds near entries of the ticks from here to
@@ -151,8 +152,8 @@ struct TimerStore {
     /// time. (The ring needs none: its ticks are opened in key order, like the heap's.)
     let earliestDeadlines: UnsafeMutablePointer<Int64>
     /// Whether the ring's part of the tables is allocated: on the first entry the ring takes, so
-    /// that a store that never holds a near entry, as most of a clock's shards, costs 8 KB and not
-    /// 78 (the ring's tables are 70 KB).
+    /// that a store that never holds a near entry, as most of a clock's shards, costs the wheel's
+    /// 8 KB and not 73 (the ring's part is 65 KB).
     private(set) var hasRing = false
     private let tables: BucketTables
 
