@@ -21,6 +21,8 @@ enum ToolRunner {
         var error: String
         /// How long it ran, in seconds.
         var seconds: Double
+        /// The wall-clock time just before the tool was started.
+        var began = Date()
     }
 
     /// The folder that holds the test bundle, and so the built `timerkit` binary. On macOS the
@@ -76,7 +78,8 @@ enum ToolRunner {
         }
         let status = await waitForExit(pid)
         _ = await (outputDone, errorDone)
-        return Outcome(status: status, output: collected.output.text, error: collected.error.text, seconds: Date().timeIntervalSince(began))
+        return Outcome(
+            status: status, output: collected.output.text, error: collected.error.text, seconds: Date().timeIntervalSince(began), began: began)
     }
 
     /// Waits (at most 30 s) until the process has a handler for `signal` — it is ready for Ctrl-C —
