@@ -35,7 +35,7 @@ import Dispatch
 /// goes into the heap. Before the store tells its first entry, it opens ring ticks into the heap
 /// until the heap's first entry lies in an earlier tick than everything left in the ring
 /// (``openRingWhileAhead()``), and each entry popped moves two of the next tick's ahead of need
-/// (``openRingAhead(before:)``). So the heap holds the ticks being fired now — hundreds of entries
+/// (``openRingAhead(_:)``). So the heap holds the ticks being fired now — hundreds of entries
 /// where a million timers are due over seconds, instead of the million — and a sift touches a few
 /// cache lines instead of walking a 16 MB array (Benchmarks/results/issue21.md, "A near ring").
 ///
@@ -393,12 +393,13 @@ struct TimerStore {
     /// Unplaces the first entry if its deadline has come by `now`; it stays allocated.
     private mutating func popFirst(dueBy now: Int64) -> (index: Int32, deadline: Int64)? {
         while true {
-            openRingWhileAhead()
+            let ringTick = openRingWhileAhead()
             if let top = heap.first?.index {
                 let deadline = slab[top].pointee.deadline
                 guard deadline <= now && deadline != .max else { return nil }
                 heapRemove(at: 0)
-                if ringCount > 0 { openRingAhead(before: (now >> Self.tickShift) + 2) }
+                // The ring is as it was: its first tick is the one just found.
+                if let ringTick, ringTick < (now >> Self.tickShift) + 2 { openRingAhead(ringTick) }
                 return (top, deadline)
             }
             // Open the first bucket if it is near, or if something in it may be due already: then
@@ -624,12 +625,15 @@ struct TimerStore {
     /// A ring tick's entries all have keys in that tick, so the heap's first precedes them when its
     /// key falls in an earlier tick.
     @inline(__always)
-    private mutating func openRingWhileAhead() {
+    /// Returns the ring's first tick left, or `nil` when the ring is empty.
+    @discardableResult
+    private mutating func openRingWhileAhead() -> Int64? {
         while ringCount > 0 {
             let tick = firstRingTick()
-            if let first = heap.first, first.key >> Self.tickShift < tick { return }
+            if let first = heap.first, first.key >> Self.tickShift < tick { return tick }
             openRing(tick)
         }
+        return nil
     }
 
     /// Moves every entry of a ring tick into the heap; the ring's base moves past the tick.
@@ -648,16 +652,14 @@ struct TimerStore {
         }
     }
 
-    /// Moves the first two entries of the ring's first tick into the heap, if that tick is before
-    /// `limit`: called once per entry popped, so that the ticks coming due move into the heap a few
-    /// at a time, between fires, instead of all at once when the heap reaches them. (A tick of a
-    /// million timers due over two seconds holds about 500 entries scattered over the slab;
-    /// opening it at once delayed that tick's first fires by its cache misses,
-    /// Benchmarks/results/issue21.md, "A near ring".) Any near entry may be in the heap, so this
-    /// changes no order.
-    private mutating func openRingAhead(before limit: Int64) {
-        let tick = firstRingTick()
-        guard tick < limit else { return }
+    /// Moves the first two entries of the ring's first tick, `tick`, into the heap: called once per
+    /// entry popped while that tick is at most one tick ahead of now, so that the ticks coming due
+    /// move into the heap a few at a time, between fires, instead of all at once when the heap
+    /// reaches them. (A tick of a million timers due over two seconds holds about 500 entries
+    /// scattered over the slab; opening it at once delayed that tick's first fires by its cache
+    /// misses, Benchmarks/results/issue21.md, "A near ring".) Any near entry may be in the heap, so
+    /// this changes no order.
+    private mutating func openRingAhead(_ tick: Int64) {
         let bucket = Self.ringFirstBucket + Self.ringSlot(of: tick)
         for _ in 0..<2 {
             let index = heads[bucket]
