@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 import TimerKit
 import TimerKitTesting
@@ -46,6 +47,27 @@ struct TimingTests {
         let tolerant = try ScheduledTimer.repeating(every: .seconds(1), tolerance: .milliseconds(100), clock: virtual.clock) { _, _ in }
         #expect(plain.tolerance == .zero)
         #expect(tolerant.tolerance == .milliseconds(100))
+    }
+
+    @Test("C3: a tolerance longer than the 4.29 s the store uses is still kept exactly, with its delivery, and the timer fires at its deadline")
+    func longToleranceIsKept() throws {
+        let virtual = VirtualClock()
+        let queue = DispatchQueue(label: "long-tolerance")
+        let edge = Duration.nanoseconds(Int64(UInt32.max))
+        let fires = Recorder<TimerFire>()
+        let atEdge = try ScheduledTimer.once(at: .after(.seconds(1)), tolerance: edge, clock: virtual.clock) { _, _ in }
+        let past = try ScheduledTimer.once(at: .after(.seconds(1)), tolerance: edge + .nanoseconds(1), clock: virtual.clock) { _, _ in }
+        let hour = try ScheduledTimer.repeating(every: .seconds(10), tolerance: .seconds(3600), clock: virtual.clock, delivery: .queue(queue)) {
+            _, fire in fires.append(fire)
+        }
+        #expect(atEdge.tolerance == edge)
+        #expect(past.tolerance == edge + .nanoseconds(1))
+        #expect(hour.tolerance == .seconds(3600))
+        #expect(hour.delivery == .queue(queue))
+        virtual.advance(by: .seconds(20))
+        queue.sync {}
+        #expect(fires.all.map(\.scheduledDeadline) == [virtual.now - .seconds(10), virtual.now])
+        #expect(fires.all.allSatisfy { $0.lateness == .zero })
     }
 
     @Test("C4: the k-th deadline of a repeating timer is first + k·interval, whatever the lateness")

@@ -42,6 +42,6 @@ extension ScheduledTimer {
     /// Asks the timer not to warn when it is released while suspended: an `AsyncSequence` that
     /// ends its iteration drops its suspended timer on purpose.
     func releaseSilentlyWhenSuspended() {
-        withShard { _, _ in releasesSilentlyWhenSuspended = true }
+        withShard { _, _ in machine.releasesSilentlyWhenSuspended = true }
     }
 }

@@ -21,6 +21,9 @@ final class EngineShard: @unchecked Sendable {
         var isShutDown = false
         /// Tasks waiting in `ScheduledCallback.cancelAndWait()` for a run under way, by raw index.
         var callbackWaiters: [Int32: [CheckedContinuation<Void, Never>]] = [:]
+        /// Tasks waiting in `ScheduledTimer.invalidateAndWait()` for a run under way, by timer. A
+        /// timer is alive while it has waiters: its run holds it.
+        var runWaiters: [ObjectIdentifier: [CheckedContinuation<Void, Never>]] = [:]
         /// Engine-thread timers of this shard that used up their run budget and wait for their
         /// next turn.
         var ready: [ScheduledTimer] = []

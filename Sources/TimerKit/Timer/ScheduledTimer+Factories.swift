@@ -161,8 +161,8 @@ extension ScheduledTimer {
                     precision: precision,
                     policy: policy,
                     delivery: delivery,
+                    onInvalidate: onInvalidate,
                     handler: handler)
-                timer.onInvalidate = onInvalidate
                 try engine.register(timer, suspended: suspended)
                 return .success(timer)
             } catch {

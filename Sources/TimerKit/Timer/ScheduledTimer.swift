@@ -34,69 +34,97 @@ public final class ScheduledTimer: @unchecked Sendable {
     typealias Handler = @Sendable (ScheduledTimer, TimerFire) -> Void
 
     // The stored fields are ordered so that the small ones pack together after the eight-byte
-    // ones: a pending timer's object stays within the allocator's 128-byte class; what few timers
-    // use lives in `extras`, allocated on first use.
+    // ones, in the tail of the state machine: a pending timer's object is 104 bytes, the
+    // allocator's 112-byte class (BENCHMARKS.md, "Memory per pending timer"). What few timers use
+    // lives in an `Extras` object that takes the delivery's place (`setup`).
 
     /// The engine, unretained for a shared clock's (which lives as long as the process: no reference
     /// count on an object that every core would touch on every timer's creation and release), and
     /// retained by hand for a dedicated or virtual clock's, released in `deinit`.
     private let unmanagedEngine: Unmanaged<TimerEngine>
-    let toleranceNanoseconds: Int64
-    /// Where the handler runs (C15).
-    public let delivery: TimerDelivery
+    /// Where the handler runs, or the extras that say so among other things: one word.
+    private let setup: Setup
 
     // Guarded by its shard's lock (``withShard(_:)``).
     var handler: Handler?
-    private var extras: Extras?
     /// The timer's state and its transitions (C5–C10): every method below is one transition, whose
     /// returned action the engine carries out.
     var machine: TimerStateMachine
+    /// The shard the timer lives in (``shard``) in the low seven bits, and whether it is
+    /// ``TimerPrecision/high`` in the high one.
+    private let placement: UInt8
+    /// Where the run the engine decided on stands (C8): changed under its shard's lock, except for
+    /// the running thread's two steps around the handler call.
+    let runGate = RunGate()
+    /// The tolerance in nanoseconds, saturated at `UInt32.max` (4.29 s, the most the store uses:
+    /// ``TimerEntry/slack``); a longer one is kept exactly in the extras.
+    private let narrowTolerance: UInt32
     /// Creation order in its shard, truncated to 32 bits like the store's; breaks ties between
     /// equal deadlines (compared with wrapping arithmetic). Written by the engine.
     var id: UInt32 = 0
     /// The index of the timer's entry in its shard's store, or -1 when it is not stored. The
     /// engine's own field: only the engine reads or writes it.
     var storeSlot: Int32 = -1
-    /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
-    /// before its deadline and waits for the deadline actively.
-    let isPrecise: Bool
-    /// The engine's shard the timer lives in, for good: the creating thread's (``EngineShard``).
-    let shard: UInt8
-    /// Where the run the engine decided on stands (C8): changed under its shard's lock, except for
-    /// the running thread's two steps around the handler call.
-    let runGate = RunGate()
 
-    /// What few timers use. Guarded by its shard's lock.
+    /// Where the handler runs, in one word: the extras take the delivery's place in the few timers
+    /// that have them.
+    private enum Setup {
+        case engineThread
+        case queue(DispatchQueue)
+        case extended(Extras)
+    }
+
+    /// What few timers use: an invalidation hook (those behind an `AsyncSequence`), or a tolerance
+    /// longer than 4.29 s.
     private final class Extras {
+        let delivery: TimerDelivery
+        let tolerance: Int64
+        /// Guarded by its shard's lock.
         var onInvalidate: (@Sendable () -> Void)?
-        var runWaiters: [CheckedContinuation<Void, Never>] = []
-        /// Set for timers whose suspended release is part of the design (an `AsyncSequence` never
-        /// iterated), so that no lifetime warning is printed.
-        var releasesSilentlyWhenSuspended = false
-    }
 
-    private var extrasForWriting: Extras {
-        if let extras { return extras }
-        let made = Extras()
-        extras = made
-        return made
-    }
-
-    /// Called once the timer is invalid (the `AsyncSequence` behind it ends). Guarded by its shard's
-    /// lock.
-    var onInvalidate: (@Sendable () -> Void)? {
-        get { extras?.onInvalidate }
-        set {
-            guard newValue != nil || extras != nil else { return }
-            extrasForWriting.onInvalidate = newValue
+        init(delivery: TimerDelivery, tolerance: Int64, onInvalidate: (@Sendable () -> Void)?) {
+            self.delivery = delivery
+            self.tolerance = tolerance
+            self.onInvalidate = onInvalidate
         }
     }
 
-    /// Whether the timer's release while suspended is part of the design: no lifetime warning.
-    /// Guarded by its shard's lock.
-    var releasesSilentlyWhenSuspended: Bool {
-        get { extras?.releasesSilentlyWhenSuspended ?? false }
-        set { extrasForWriting.releasesSilentlyWhenSuspended = newValue }
+    /// Where the handler runs (C15).
+    public var delivery: TimerDelivery {
+        switch setup {
+        case .engineThread: .engineThread
+        case .queue(let queue): .queue(queue)
+        case .extended(let extras): extras.delivery
+        }
+    }
+
+    /// The tolerance in nanoseconds.
+    var toleranceNanoseconds: Int64 {
+        guard narrowTolerance == .max, case .extended(let extras) = setup else { return Int64(narrowTolerance) }
+        return extras.tolerance
+    }
+
+    /// Whether the timer is ``TimerPrecision/high``: the engine takes it out of the store shortly
+    /// before its deadline and waits for the deadline actively.
+    var isPrecise: Bool { placement & 0x80 != 0 }
+
+    /// The engine's shard the timer lives in, for good: the creating thread's (``EngineShard``).
+    var shard: UInt8 { placement & 0x7F }
+
+    /// Called once the timer is invalid (the `AsyncSequence` behind it ends); set when the timer is
+    /// made, cleared once called. Guarded by its shard's lock.
+    var onInvalidate: (@Sendable () -> Void)? {
+        get {
+            guard case .extended(let extras) = setup else { return nil }
+            return extras.onInvalidate
+        }
+        set {
+            guard case .extended(let extras) = setup else {
+                precondition(newValue == nil, "TimerKit: an invalidation hook is given when the timer is made")
+                return
+            }
+            extras.onInvalidate = newValue
+        }
     }
 
     /// The policy for missed deadlines (C5).
@@ -110,13 +138,22 @@ public final class ScheduledTimer: @unchecked Sendable {
         precision: TimerPrecision = .standard,
         policy: MissedDeadlinePolicy,
         delivery: TimerDelivery,
+        onInvalidate: (@Sendable () -> Void)? = nil,
         handler: @escaping Handler
     ) {
         self.unmanagedEngine = engine.isShared ? .passUnretained(engine) : .passRetained(engine)
-        self.toleranceNanoseconds = tolerance
-        self.isPrecise = precision.isHigh
-        self.shard = UInt8(truncatingIfNeeded: engine.currentShard)
-        self.delivery = delivery
+        self.narrowTolerance = UInt32(clamping: tolerance)
+        if onInvalidate != nil || tolerance > Int64(UInt32.max) {
+            self.setup = .extended(Extras(delivery: delivery, tolerance: tolerance, onInvalidate: onInvalidate))
+        } else {
+            switch delivery.target {
+            case .engineThread: self.setup = .engineThread
+            case .queue(let queue): self.setup = .queue(queue)
+            }
+        }
+        let shard = UInt8(truncatingIfNeeded: engine.currentShard)
+        precondition(shard < 0x80, "TimerKit: a shard number must fit in seven bits")
+        self.placement = shard | (precision.isHigh ? 0x80 : 0)
         self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval, policy: policy)
         self.handler = handler
     }
@@ -126,7 +163,7 @@ public final class ScheduledTimer: @unchecked Sendable {
         // which nobody can resume any more. Say so in debug builds. No other reference exists here,
         // so reading the state without the lock is safe.
         #if DEBUG
-        if machine.lifecycle == .active && machine.isSuspended && !releasesSilentlyWhenSuspended
+        if machine.lifecycle == .active && machine.isSuspended && !machine.releasesSilentlyWhenSuspended
             && !engine.hasShutDown.load(ordering: .acquiring)
         {
             ScheduledTimer.reportLifetimeWarning(
@@ -272,10 +309,11 @@ public final class ScheduledTimer: @unchecked Sendable {
         invalidate()
         guard runGate.isUnderWay else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let waits = withShard { _, _ -> Bool in
-                var waiters = extras?.runWaiters ?? []
-                defer { if !waiters.isEmpty { extrasForWriting.runWaiters = waiters } }
-                return runGate.addWaiter(continuation, to: &waiters)
+            let waits = withShard { _, state -> Bool in
+                var waiting = state.runWaiters.removeValue(forKey: ObjectIdentifier(self)) ?? []
+                let waits = runGate.addWaiter(continuation, to: &waiting)
+                if !waiting.isEmpty { state.runWaiters[ObjectIdentifier(self)] = waiting }
+                return waits
             }
             if !waits { continuation.resume() }
         }
@@ -385,11 +423,9 @@ public final class ScheduledTimer: @unchecked Sendable {
     @inline(__always)
     func endRun() {
         guard runGate.end() else { return }
-        let waiters = withShard { _, _ -> [CheckedContinuation<Void, Never>] in
-            var waiting = extras?.runWaiters ?? []
-            let taken = runGate.takeWaiters(&waiting)
-            if extras != nil { extras!.runWaiters = waiting }
-            return taken
+        let waiters = withShard { _, state -> [CheckedContinuation<Void, Never>] in
+            var waiting = state.runWaiters.removeValue(forKey: ObjectIdentifier(self)) ?? []
+            return runGate.takeWaiters(&waiting)
         }
         for waiter in waiters { waiter.resume() }
     }

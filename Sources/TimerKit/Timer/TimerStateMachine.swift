@@ -74,7 +74,7 @@ struct TimerStateMachine {
     }
 
     /// The machine's yes-or-no state, in one byte: a pending timer's object stays in the
-    /// allocator's 128-byte class (BENCHMARKS.md, "Memory per pending timer").
+    /// allocator's 112-byte class (BENCHMARKS.md, "Memory per pending timer").
     private struct Flags: OptionSet {
         let rawValue: UInt8
         static let invalid = Flags(rawValue: 1 << 0)
@@ -82,6 +82,7 @@ struct TimerStateMachine {
         static let running = Flags(rawValue: 1 << 2)
         static let missedWhileSuspended = Flags(rawValue: 1 << 3)
         static let manualFirePending = Flags(rawValue: 1 << 4)
+        static let releasesSilentlyWhenSuspended = Flags(rawValue: 1 << 5)
     }
 
     /// The next deadline on the grid (C4): the first deadline plus a whole number of intervals.
@@ -117,6 +118,13 @@ struct TimerStateMachine {
     private var hasPendingManualFire: Bool {
         get { flags.contains(.manualFirePending) }
         set { set(.manualFirePending, newValue) }
+    }
+
+    /// Whether the timer's release while suspended is part of the design (an `AsyncSequence` that
+    /// ended its iteration): no lifetime warning then (C12).
+    var releasesSilentlyWhenSuspended: Bool {
+        get { flags.contains(.releasesSilentlyWhenSuspended) }
+        set { set(.releasesSilentlyWhenSuspended, newValue) }
     }
 
     @inline(__always)
