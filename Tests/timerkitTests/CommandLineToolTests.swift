@@ -374,7 +374,9 @@ struct CommandLineToolTests {
         kill(pid, SIGTSTP)
         #expect(await ToolRunner.eventually { ToolRunner.hasStopped(pid) }, "stopped, as a job the shell can resume")
         #expect(terminal.isCanonicalWithEcho, "echo and line mode while stopped")
-        #expect(terminal.text.hasSuffix("\r\n\u{1B}[?25h"), "the cursor shown, on a line of its own")
+        // What the tool wrote before it stopped reaches the test through the reader of the
+        // terminal's other end, which a loaded machine may not have run yet.
+        #expect(await terminal.wait { $0.hasSuffix("\r\n\u{1B}[?25h") }, "the cursor shown, on a line of its own")
         let before = terminal.text.utf8.count
         kill(pid, SIGCONT)
         #expect(await terminal.wait { _ in !terminal.isCanonicalWithEcho }, "key mode again")
@@ -393,6 +395,8 @@ struct CommandLineToolTests {
         let pid = try terminal.spawn(["countdown", "1s"] + (quiet ? ["--quiet"] : []), environment: ["NO_COLOR": "1"])
         #expect(await ToolRunner.waitForExit(pid) == 0)
         #expect(await terminal.wait { $0.contains("0:00   done") })
+        // The cursor is shown last, as the tool exits: everything before it has been read.
+        #expect(await terminal.wait { $0.contains("\u{1B}[?25h") })
         let last = terminal.text.components(separatedBy: "\u{1B}[2K").last ?? ""
         #expect(last.contains("0:00   done") && !last.contains("q quit"), "\(last.debugDescription)")
         #expect(terminal.text.filter { $0 == "\u{7}" }.count == (quiet ? 0 : 1))
@@ -409,6 +413,7 @@ struct CommandLineToolTests {
         kill(pid, SIGINT)
         #expect(await ToolRunner.waitForExit(pid) == 130)
         #expect(terminal.isCanonicalWithEcho)
+        #expect(await terminal.wait { $0.contains("\u{1B}[?25h") })  // all the tool wrote has been read
         #expect(!terminal.text.contains("\u{1B}[32m"))
     }
 }

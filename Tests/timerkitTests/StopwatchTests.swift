@@ -66,6 +66,6 @@ struct StopwatchTests {
         #expect(await ToolRunner.waitForExit(pid) == 0)
         #expect(await terminal.wait { $0.contains(", 2 laps") }, "\(terminal.text.debugDescription)")
         #expect(terminal.isCanonicalWithEcho)
-        #expect(terminal.text.contains("\u{1B}[?25h"))
+        #expect(await terminal.wait { $0.contains("\u{1B}[?25h") })
     }
 }
