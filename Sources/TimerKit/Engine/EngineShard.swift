@@ -40,7 +40,8 @@ final class EngineShard: @unchecked Sendable {
     /// Bits of an index below the shard number.
     static let indexBits: Int32 = 26
     static let rawMask: Int32 = (1 << indexBits) - 1
-    /// The most shards an engine has (up to 31 would fit above the raw index in an `Int32`).
+    /// The most shards an engine has (up to 31 would fit above the raw index in an `Int32`; a timer
+    /// keeps its shard's number in seven bits).
     static let maximumCount = 16
 
     let state: Locked<State>

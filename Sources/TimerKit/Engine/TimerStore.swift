@@ -624,8 +624,9 @@ struct TimerStore {
     /// the ring: then the heap's first is the near set's first, exactly as if the heap held it all.
     /// A ring tick's entries all have keys in that tick, so the heap's first precedes them when its
     /// key falls in an earlier tick.
-    @inline(__always)
+    ///
     /// Returns the ring's first tick left, or `nil` when the ring is empty.
+    @inline(__always)
     @discardableResult
     private mutating func openRingWhileAhead() -> Int64? {
         while ringCount > 0 {

@@ -151,9 +151,8 @@ public final class ScheduledTimer: @unchecked Sendable {
             case .queue(let queue): self.setup = .queue(queue)
             }
         }
-        let shard = UInt8(truncatingIfNeeded: engine.currentShard)
-        precondition(shard < 0x80, "TimerKit: a shard number must fit in seven bits")
-        self.placement = shard | (precision.isHigh ? 0x80 : 0)
+        // A shard number fits in seven bits: an engine has at most `EngineShard.maximumCount` (16).
+        self.placement = UInt8(truncatingIfNeeded: engine.currentShard) | (precision.isHigh ? 0x80 : 0)
         self.machine = TimerStateMachine(firstDeadline: firstDeadline, interval: interval, policy: policy)
         self.handler = handler
     }
