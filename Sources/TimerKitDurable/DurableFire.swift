@@ -28,10 +28,9 @@ public struct DurableFire: Sendable, Hashable, CustomStringConvertible {
     /// occurrence — what a handler with side effects outside the store records to run them once.
     public var idempotencyKey: String { "\(namespace)/\(key)#\(sequence)" }
 
-    /// How long after ``scheduledDeadline`` the fire happened (never negative).
+    /// How long after ``scheduledDeadline`` the fire happened (never negative; saturating).
     public var lateness: Duration {
-        let nanoseconds = max(0, (firedAt.timeIntervalSince(scheduledDeadline) * 1e9).rounded())
-        return .nanoseconds(Int64(nanoseconds))
+        .nanoseconds(max(0, scheduledDeadline.nanosecondsSince1970.duration(to: firedAt.nanosecondsSince1970)))
     }
 
     /// Whether ``DurableTimers/fire(key:)`` started this run rather than an occurrence.

@@ -16,7 +16,9 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
     /// The clock is not a calendar clock: durable timers run on `TimerClock.wall` (or a virtual
     /// clock whose time is read as nanoseconds since 1970).
     case notACalendarClock(String)
-    /// A key or namespace that is empty, or longer than 512 bytes.
+    /// A key, namespace or handler name that is empty, longer than
+    /// ``DurableTimers/maximumKeyLength`` (512) bytes of UTF-8, or holds a control character
+    /// (U+0000–U+001F, U+007F: NUL, which PostgreSQL cannot store, among them).
     case invalidKey(String)
     /// A schedule for a handler name that was never registered with this runner.
     case unknownHandler(String)
@@ -30,13 +32,18 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
     case invalidDuration(String)
     /// A calendar rule with a field out of range.
     case invalidRule(String)
+    /// A date that is NaN or infinite, or outside ``DurableTimers/earliestDate`` ..<
+    /// ``DurableTimers/latestDate`` (1970 to 2200): deadlines are kept as 64-bit nanoseconds since
+    /// 1970, and dates outside the range would overflow the runner's arithmetic.
+    case invalidDate(String)
     /// A schedule with ``DurableConflict/fail`` under a key that holds a timer.
     case keyInUse(String)
     /// No timer is stored under the key.
     case notFound(String)
-    /// A claim's lease expired while its handler ran (the process was frozen, or the handler
-    /// outlived a renewal): another runner may have run the occurrence too (at-least-once), and this
-    /// runner's completion changed nothing.
+    /// A claim's lease passed without a renewal while its handler ran (the process was frozen, the
+    /// store unreachable, or the host clock stepped), and another claim may have taken the
+    /// occurrence: the handler's task is cancelled, and this run's end changes nothing if another
+    /// runner holds it now (at-least-once).
     case leaseLost(String)
     /// The runner has shut down.
     case shutDown
@@ -57,15 +64,18 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
         case .full(let reason): "the disk holding the durable-timer database is full (\(reason)); nothing was written"
         case .store(let reason): "the durable-timer store failed: \(reason)"
         case .notACalendarClock(let kind): "durable timers need the wall clock or a virtual clock, not the \(kind) clock: their deadlines are calendar instants"
-        case .invalidKey(let key): "invalid durable-timer key or namespace '\(key)': it must be 1 to 512 bytes"
+        case .invalidKey(let key):
+            "invalid durable-timer key, namespace or handler name '\(key.debugDescription.dropFirst().dropLast())': it must be 1 to 512 bytes of UTF-8 without control characters"
         case .unknownHandler(let name): "no handler named '\(name)' is registered: register it before scheduling timers for it"
         case .handlerAlreadyRegistered(let name): "a handler named '\(name)' is registered already"
         case .payload(let key, let reason): "the payload of durable timer '\(key)' does not encode or decode: \(reason)"
         case .invalidDuration(let reason): "invalid duration: \(reason)"
         case .invalidRule(let reason): "invalid calendar rule: \(reason)"
+        case .invalidDate(let reason): "invalid date: \(reason); durable timers keep dates from 1970-01-01 up to 2200-01-01 (UTC)"
         case .keyInUse(let key): "a durable timer is stored under '\(key)' already"
         case .notFound(let key): "no durable timer is stored under '\(key)'"
-        case .leaseLost(let key): "the lease on durable timer '\(key)' expired while its handler ran; another runner may have run it too (at-least-once)"
+        case .leaseLost(let key):
+            "the claim on durable timer '\(key)' was lost: its lease passed without a renewal, and another runner may run the occurrence (at-least-once); the handler is cancelled if it still runs, and this run's end is not written"
         case .shutDown: "the durable-timer runner has shut down"
         case .unreachable(let reason): "the durable-timer database cannot be reached (\(reason)); the write may not have happened, try again"
         case .clockSkew(let milliseconds):

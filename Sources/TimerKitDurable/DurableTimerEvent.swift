@@ -14,6 +14,11 @@ public enum DurableTimerEvent: Sendable, Hashable {
     case started(key: String, handler: String, attempt: Int, lateness: Duration)
     /// A handler ended after `duration`; `outcome` says what became of the occurrence.
     case ended(key: String, handler: String, duration: Duration, outcome: Outcome)
+    /// A claimed timer was parked without a run: its row cannot be read by this version, its
+    /// deadline is outside the range, its calendar rule has no next occurrence here (an unknown
+    /// time zone), or its handler started ``DurableTimers/Options/maxAttempts`` times without
+    /// finishing (the process died each time). `reason` is what ``DurableTimerInfo/lastError`` says.
+    case parked(key: String, handler: String, reason: String)
 
     /// What became of an occurrence whose handler ended.
     public enum Outcome: Sendable, Hashable {
@@ -26,5 +31,12 @@ public enum DurableTimerEvent: Sendable, Hashable {
         /// parked as failed (its ``DurableTimerInfo/state``) until
         /// ``DurableTimers/retry(key:)``.
         case parked(error: String)
+        /// The timer was removed (``DurableTimers/cancel(key:)``, here or on another instance) or
+        /// replaced while its handler ran: the handler's task was cancelled, and nothing was
+        /// written for the run.
+        case cancelled
+        /// The runner shut down while the handler ran: its task was cancelled when the grace
+        /// period ended, it threw, and the claim was given back (the attempt does not count).
+        case released
     }
 }

@@ -31,6 +31,10 @@ extension DurableTimers {
         /// The lateness that still counts as on time for ``MisfirePolicy/skip``. One second by
         /// default.
         public var grace: Duration = .seconds(1)
+        /// The longest a handler may run before its task is cancelled and the run counts as a
+        /// failed attempt; a handler's own `timeout` at registration overrides it. `nil` (no limit)
+        /// by default.
+        public var handlerTimeout: Duration?
         /// How many handlers run at once; more due timers wait for a turn. 16 by default.
         public var maxConcurrentHandlers = 16
         /// How many overdue timers per second the runner starts when it catches up (after a

@@ -102,7 +102,15 @@ public final class DurableTimersMetrics: Sendable {
                 counter("timerkit_durable_parked", ["handler": handler]).increment()
                 metadata["error"] = "\(error)"
                 logger.error("durable timer parked as failed", metadata: metadata)
+            case .cancelled:
+                logger.info("durable timer cancelled while its handler ran", metadata: metadata)
+            case .released:
+                logger.info("durable timer's handler cancelled by the shutdown; its claim was given back", metadata: metadata)
             }
+        case .parked(let key, let handler, let reason):
+            counter("timerkit_durable_parked", ["handler": handler]).increment()
+            logger.error(
+                "durable timer parked without a run", metadata: ["namespace": "\(namespace)", "key": "\(key)", "handler": "\(handler)", "error": "\(reason)"])
         }
     }
 
@@ -167,6 +175,8 @@ public final class DurableTimersMetrics: Sendable {
         case .completed: "completed"
         case .retrying: "retrying"
         case .parked: "parked"
+        case .cancelled: "cancelled"
+        case .released: "released"
         }
     }
 
@@ -184,6 +194,7 @@ public final class DurableTimersMetrics: Sendable {
         case .payload: "payload"
         case .invalidDuration: "invalidDuration"
         case .invalidRule: "invalidRule"
+        case .invalidDate: "invalidDate"
         case .keyInUse: "keyInUse"
         case .notFound: "notFound"
         case .leaseLost: "leaseLost"

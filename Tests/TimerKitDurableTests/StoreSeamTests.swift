@@ -80,7 +80,7 @@ struct StoreSeamTests {
     }
 
     @Test(
-        "finish, renew and release are fenced by owner and sequence: an expired claim's runner changes nothing; each outcome writes what it says",
+        "finish, renewAll and release are fenced by the claim's token and the sequence: an expired claim's runner changes nothing; each outcome writes what it says",
         arguments: StoreKind.allCases)
     func fencing(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
@@ -90,10 +90,18 @@ struct StoreSeamTests {
             try await store.claim(namespace: ns, key: "r", owner: "old", now: epoch + 10 * second, leaseUntil: epoch + 11 * second, early: false).record)
         let new = try #require(
             try await store.claim(namespace: ns, key: "r", owner: "new", now: epoch + 11 * second, leaseUntil: epoch + 41 * second, early: false).record)
-        #expect(try await !store.renew(namespace: ns, key: "r", owner: "old", sequence: old.sequence, leaseUntil: epoch + 99 * second))
+        #expect(
+            try await store.renewAll(
+                namespace: ns, claims: [DurableHeldClaim(key: "r", owner: "old", sequence: old.sequence)], now: epoch + 12 * second,
+                leaseUntil: epoch + 99 * second
+            ).isEmpty)
         #expect(try await !store.release(namespace: ns, key: "r", owner: "old", sequence: old.sequence, readyAt: epoch))
         #expect(try await !store.finish(namespace: ns, key: "r", owner: "old", sequence: old.sequence, outcome: .delete))
-        #expect(try await store.renew(namespace: ns, key: "r", owner: "new", sequence: new.sequence, leaseUntil: epoch + 45 * second))
+        #expect(
+            try await store.renewAll(
+                namespace: ns,
+                claims: [DurableHeldClaim(key: "r", owner: "new", sequence: new.sequence), DurableHeldClaim(key: "none", owner: "new", sequence: 1)],
+                now: epoch + 15 * second, leaseUntil: epoch + 45 * second) == [StoredKey("r")])
         #expect(try await store.record(namespace: ns, key: "r")?.leaseUntil == epoch + 45 * second)
         #expect(
             try await store.finish(
@@ -134,28 +142,30 @@ struct StoreSeamTests {
         let other = try #require(
             try await store.claim(namespace: ns, key: "d", owner: "other", now: epoch + 10 * second, leaseUntil: epoch + 40 * second, early: false).record)
         let removed = try await store.finishAll(
-            namespace: ns, owner: "me",
+            namespace: ns,
             completed: [
-                DurableCompletion(key: "a", sequence: sequences["a"]!),
-                DurableCompletion(key: "b", sequence: sequences["b"]! + 1_000),  // a sequence it no longer holds
-                DurableCompletion(key: "d", sequence: other.sequence),  // held by another owner
-                DurableCompletion(key: "none", sequence: 1)
+                DurableCompletion(key: "a", owner: "me", sequence: sequences["a"]!),
+                DurableCompletion(key: "b", owner: "me", sequence: sequences["b"]! + 1_000),  // a sequence it no longer holds
+                DurableCompletion(key: "d", owner: "me", sequence: other.sequence),  // held by another claim
+                DurableCompletion(key: "none", owner: "me", sequence: 1)
             ])
-        #expect(removed == ["a"])
+        #expect(removed == [StoredKey("a")])
         #expect(try await store.record(namespace: ns, key: "a") == nil)
         #expect(try await store.record(namespace: ns, key: "b") != nil)
         #expect(try await store.record(namespace: ns, key: "d") != nil)
-        #expect(try await store.finishAll(namespace: ns, owner: "me", completed: []) == [])
+        #expect(try await store.finishAll(namespace: ns, completed: []) == [])
         #expect(
             try await store.finishAll(
-                namespace: ns, owner: "me",
-                completed: [DurableCompletion(key: "b", sequence: sequences["b"]!), DurableCompletion(key: "c", sequence: sequences["c"]!)]) == ["b", "c"])
+                namespace: ns,
+                completed: [
+                    DurableCompletion(key: "b", owner: "me", sequence: sequences["b"]!), DurableCompletion(key: "c", owner: "me", sequence: sequences["c"]!)
+                ]) == [StoredKey("b"), StoredKey("c")])
         #expect(try await store.count(namespace: ns) == 1)
         await store.close()
     }
 
     @Test(
-        "move reschedules a timer no runner holds (a new sequence, a parked one active again) and refuses a held one; delete returns what it removed",
+        "move reschedules a timer no runner holds (a new sequence, a parked one active again) and refuses a held one; delete returns what it removed and whether a live claim held it",
         arguments: StoreKind.allCases)
     func moves(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
@@ -167,8 +177,12 @@ struct StoreSeamTests {
         _ = try await store.claim(namespace: ns, key: "m", owner: "a", now: epoch + 30 * second, leaseUntil: epoch + 60 * second, early: false)
         #expect(try await store.move(namespace: ns, key: "m", due: epoch, readyAt: epoch) == nil, "held by a runner")
         #expect(try await store.move(namespace: ns, key: "none", due: epoch, readyAt: epoch) == nil)
-        #expect(try await store.delete(namespace: ns, key: "m")?.key == "m")
-        #expect(try await store.delete(namespace: ns, key: "m") == nil)
+        let removal = try #require(try await store.delete(namespace: ns, key: "m", now: epoch + 31 * second))
+        #expect(removal.record.key == "m" && removal.wasClaimed, "the lease runs to 60 s")
+        #expect(try await store.delete(namespace: ns, key: "m", now: epoch + 31 * second) == nil)
+        _ = try await store.put(record(ns, "e", due: epoch + 10 * second), conflict: .fail)
+        _ = try await store.claim(namespace: ns, key: "e", owner: "dead", now: epoch + 10 * second, leaseUntil: epoch + 20 * second, early: false)
+        #expect(try await store.delete(namespace: ns, key: "e", now: epoch + 21 * second)?.wasClaimed == false, "its lease had expired")
         await store.close()
     }
 

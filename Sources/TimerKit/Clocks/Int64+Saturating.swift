@@ -9,14 +9,14 @@ extension Int64 {
 
     /// `self · other`, saturating at the ends of the range (a count of units, a grid offset).
     @inline(__always)
-    func multipliedSaturating(by other: Int64) -> Int64 {
+    package func multipliedSaturating(by other: Int64) -> Int64 {
         let (product, overflow) = multipliedReportingOverflow(by: other)
         return overflow ? ((self < 0) != (other < 0) ? .min : .max) : product
     }
 
     /// `other - self`, saturating at the ends of the range.
     @inline(__always)
-    func duration(to other: Int64) -> Int64 {
+    package func duration(to other: Int64) -> Int64 {
         let (difference, overflow) = other.subtractingReportingOverflow(self)
         return overflow ? (other < self ? .min : .max) : difference
     }
@@ -27,7 +27,7 @@ extension Int {
     /// watchOS (`arm64_32`, a 32-bit `Int`) could pass `Int.max` — 2³¹ skipped deadlines of a
     /// 1 µs timer suspended for 36 minutes — and must not trap (C17).
     @inline(__always)
-    func addingSaturating(_ other: Int) -> Int {
+    package func addingSaturating(_ other: Int) -> Int {
         let (sum, overflow) = addingReportingOverflow(other)
         return overflow ? (other < 0 ? .min : .max) : sum
     }

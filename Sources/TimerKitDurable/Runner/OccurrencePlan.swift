@@ -4,6 +4,11 @@ import TimerKit
 /// What claiming a timer at `now` means under its misfire policy: whether its handler runs, what
 /// the fire stands for, and where the timer goes next. A pure function of the stored record and
 /// the time, so that it is tested exactly, occurrence by occurrence.
+///
+/// It never traps: every sum and difference saturates, and a record it cannot plan for — one read
+/// from a damaged row, a deadline outside ``DurableTimers/earliestDate`` ..< ``DurableTimers/latestDate``,
+/// a calendar rule with no next occurrence on this system (an unknown time zone) — gets a plan that
+/// parks it with the reason, without a fire.
 struct OccurrencePlan: Equatable {
     /// Whether the handler runs.
     var fires: Bool
@@ -20,12 +25,38 @@ struct OccurrencePlan: Equatable {
     /// past it, the rest count as one.
     static let countLimit = 100_000
 
+    /// A plan that parks the timer without a fire.
+    static func park(_ record: DurableTimerRecord, _ reason: String) -> OccurrencePlan {
+        OccurrencePlan(fires: false, scheduledDeadline: record.due, deadlineCount: 0, skippedCount: 0, next: .park(error: reason))
+    }
+
+    /// Why the runner cannot plan for `record`, or `nil`: a row this version cannot read, or values
+    /// outside the ranges it keeps (written by hand, or by a release that did not check them).
+    static func problem(with record: DurableTimerRecord) -> String? {
+        if let defect = record.defect { return "the stored timer cannot be read by this version: \(defect)" }
+        guard DurableLimits.contains(record.due) else {
+            return
+                "its deadline (\(record.due) ns since 1970) is outside the dates durable timers keep (\(DurableTimers.earliestDate) ..< \(DurableTimers.latestDate))"
+        }
+        if case .interval(let interval) = record.recurrence, interval <= 0 || interval > DurableLimits.latest {
+            return "its interval (\(interval) ns) is not in 1 ns ... \(DurableLimits.latest) ns"
+        }
+        switch record.misfire {
+        case .all(let max) where max < 1: return "its misfire policy all(max: \(max)) needs a limit of at least 1"
+        case .within(let window) where window < .zero: return "its misfire policy within(\(window)) needs a window of zero or more"
+        default: break
+        }
+        guard record.skipped >= 0 else { return "its count of skipped occurrences (\(record.skipped)) is negative" }
+        return nil
+    }
+
     /// The plan for `record`, claimed at `now`, with `grace` as the lateness that still counts as on
     /// time.
     static func make(_ record: DurableTimerRecord, now: Int64, grace: Int64) -> OccurrencePlan {
+        if let problem = problem(with: record) { return park(record, problem) }
         let carried = record.skipped
         // The occurrences that have come: [due … latest], n of them, and the first one after now.
-        var occurrences: [Int64] = []  // only for rules and windows; intervals use arithmetic
+        var occurrences: [Int64] = []  // only for rules; intervals use arithmetic
         let n: Int
         let latest: Int64
         let following: Int64?
@@ -35,32 +66,42 @@ struct OccurrencePlan: Equatable {
             latest = record.due
             following = nil
         case .interval(let interval):
-            let elapsed = max(0, now - record.due)
-            n = Int(elapsed / interval) + 1
-            latest = record.due + Int64(n - 1) * interval
-            following = latest.addingReportingOverflow(interval).overflow ? nil : latest + interval
+            let elapsed = max(0, record.due.duration(to: now))
+            let steps = elapsed / interval
+            n = Int(clamping: steps).addingSaturating(1)
+            latest = record.due.addingSaturating(steps.multipliedSaturating(by: interval))
+            following = latest.addingSaturating(interval)
         case .rule(let rule):
             var current = record.due
             occurrences.append(current)
             var next = Self.nextOccurrence(of: rule, after: current)
-            while let candidate = next, candidate <= now, occurrences.count < countLimit {
+            while let candidate = next, candidate <= now, candidate > current, occurrences.count < countLimit {
                 current = candidate
                 occurrences.append(current)
                 next = Self.nextOccurrence(of: rule, after: current)
             }
+            guard let after = next, after > current else {
+                return park(
+                    record,
+                    "its calendar rule (\(rule)) has no next occurrence on this system: the time zone '\(rule.timeZoneIdentifier)' is unknown here, or its rules end; retry(key:) it on a system that knows the zone"
+                )
+            }
             n = occurrences.count
             latest = current
-            following = next
+            following = after
+        }
+        if let following, following >= DurableLimits.latest {
+            return park(record, "its next occurrence would fall on or after \(DurableTimers.latestDate), past the dates durable timers keep")
         }
         /// The k-th occurrence (0-based) since `due`.
         func occurrence(_ k: Int) -> Int64 {
             switch record.recurrence {
-            case .interval(let interval): record.due + Int64(k) * interval
+            case .interval(let interval): record.due.addingSaturating(Int64(k).multipliedSaturating(by: interval))
             default: occurrences.isEmpty ? record.due : occurrences[k]
             }
         }
         /// The occurrence after the k-th (the timer's next due), or `nil` (a one-shot ends).
-        func after(_ k: Int) -> Int64? { k + 1 < n ? occurrence(k + 1) : following }
+        func after(_ k: Int) -> Int64? { k < n - 1 ? occurrence(k + 1) : following }
         func then(_ due: Int64?, skipped: Int, fired: Bool) -> DurableTimerOutcome {
             guard let due else { return .delete }
             return .advance(due: due, skipped: skipped, fired: fired)
@@ -71,33 +112,39 @@ struct OccurrencePlan: Equatable {
             return OccurrencePlan(
                 fires: true, scheduledDeadline: record.due, deadlineCount: n, skippedCount: carried, next: then(following, skipped: 0, fired: true))
         case .skip:
-            if now - latest <= grace {
+            if latest.duration(to: now) <= grace {
                 return OccurrencePlan(
-                    fires: true, scheduledDeadline: latest, deadlineCount: 1, skippedCount: carried + n - 1, next: then(following, skipped: 0, fired: true))
+                    fires: true, scheduledDeadline: latest, deadlineCount: 1, skippedCount: carried.addingSaturating(n - 1),
+                    next: then(following, skipped: 0, fired: true))
             }
             return OccurrencePlan(
-                fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0, next: then(following, skipped: carried + n, fired: false))
+                fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0,
+                next: then(following, skipped: carried.addingSaturating(n), fired: false))
         case .within(let window):
-            let oldest = now - window.saturatingNanoseconds
+            let oldest = now.addingSaturating(-window.saturatingNanoseconds.clampedNonNegative)
             // The first occurrence inside the window.
             var first = 0
             switch record.recurrence {
             case .interval(let interval):
-                if oldest > record.due { first = Int((oldest - record.due + interval - 1) / interval) }
+                if oldest > record.due {
+                    let distance = record.due.duration(to: oldest)
+                    first = Int(clamping: distance / interval + (distance % interval == 0 ? 0 : 1))
+                }
             default:
                 while first < n && occurrence(first) < oldest { first += 1 }
             }
             guard first < n else {
                 return OccurrencePlan(
-                    fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0, next: then(following, skipped: carried + n, fired: false))
+                    fires: false, scheduledDeadline: latest, deadlineCount: 0, skippedCount: 0,
+                    next: then(following, skipped: carried.addingSaturating(n), fired: false))
             }
             return OccurrencePlan(
-                fires: true, scheduledDeadline: occurrence(first), deadlineCount: n - first, skippedCount: carried + first,
+                fires: true, scheduledDeadline: occurrence(first), deadlineCount: n - first, skippedCount: carried.addingSaturating(first),
                 next: then(following, skipped: 0, fired: true))
         case .all(let max):
             let skip = Swift.max(0, n - max)
             return OccurrencePlan(
-                fires: true, scheduledDeadline: occurrence(skip), deadlineCount: 1, skippedCount: carried + skip,
+                fires: true, scheduledDeadline: occurrence(skip), deadlineCount: 1, skippedCount: carried.addingSaturating(skip),
                 next: then(after(skip), skipped: 0, fired: true))
         }
     }
@@ -105,6 +152,7 @@ struct OccurrencePlan: Equatable {
     /// A manual fire (``DurableTimers/fire(key:)``): stands for no occurrence; a one-shot ends, a
     /// repeating timer keeps its next occurrence.
     static func manual(_ record: DurableTimerRecord, now: Int64) -> OccurrencePlan {
+        if let problem = problem(with: record) { return park(record, problem) }
         let next: DurableTimerOutcome =
             switch record.recurrence {
             case .none: .delete
@@ -120,6 +168,11 @@ struct OccurrencePlan: Equatable {
     }
 }
 
+extension Int64 {
+    /// `self`, or 0 if it is negative.
+    fileprivate var clampedNonNegative: Int64 { Swift.max(self, 0) }
+}
+
 extension Date {
     /// The instant `nanoseconds` after 1970-01-01 00:00 UTC.
     package init(nanosecondsSince1970 nanoseconds: Int64) {
@@ -127,7 +180,8 @@ extension Date {
     }
 
     /// Nanoseconds since 1970-01-01 00:00 UTC, rounded up to the next whole nanosecond (so that a
-    /// deadline read from a `Date` is never earlier than the `Date`), saturating.
+    /// deadline read from a `Date` is never earlier than the `Date`), saturating (NaN reads as the
+    /// largest value: check `isFinite` first where that matters).
     package var nanosecondsSince1970: Int64 {
         let seconds = timeIntervalSince1970.rounded(.down)
         guard seconds > -9.2e9, seconds < 9.2e9 else { return seconds < 0 ? .min : .max }

@@ -32,6 +32,10 @@ package struct DurableTimerRecord: Sendable, Hashable {
     package var isParked = false
     package var owner: String?
     package var leaseUntil: Int64?
+    /// Why the stored row could not be read as it was written (an unknown misfire policy or rule
+    /// form, a value of the wrong type), or `nil`. A record with a defect carries placeholder
+    /// values where the defect is; the runner parks it with this reason instead of running it.
+    package var defect: String?
 
     package init(namespace: String, key: String, handler: String, payload: Data, recurrence: Recurrence, misfire: MisfirePolicy, due: Int64) {
         self.namespace = namespace

@@ -5,10 +5,11 @@
 /// Time: the runner passes its reading of the durable clock (`now`, nanoseconds since 1970). A store
 /// with a clock of its own (a database server's) decides with that instead, and says so.
 ///
-/// Fencing: a claim writes the claiming runner's `owner` id and a lease; completion, renewal and
-/// release name the owner and the occurrence's `sequence`, and change nothing unless both still
-/// match — so a runner whose lease expired (it was frozen, or too slow) cannot complete or release
-/// a timer that another runner claimed since, or that was replaced.
+/// Fencing: a claim writes a token of its own as the row's `owner` (the runner's id and the claim
+/// round's number, `id/n`) and a lease; completion, renewal and release name that token and the
+/// occurrence's `sequence`, and change nothing unless both still match — so a run whose lease
+/// expired (its process was frozen, or too slow) cannot complete or release a timer that another
+/// claim took since, even one of the same runner, or that was replaced.
 package protocol DurableTimerStore: Sendable {
     /// Stores `record` under its namespace and key. With a timer there already, `conflict` decides:
     /// replace it (a new sequence), keep it (returns `false`), or throw ``DurableTimerError/keyInUse(_:)``.
@@ -19,8 +20,9 @@ package protocol DurableTimerStore: Sendable {
     /// many were stored.
     func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int
 
-    /// Removes the timer under the key; returns it, or `nil` if there was none.
-    func delete(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord?
+    /// Removes the timer under the key; returns it, and whether a live claim held it (a runner
+    /// was running it, by the store's clock at `now`), or `nil` if there was none.
+    func delete(namespace: String, key: String, now: Int64) async throws(DurableTimerError) -> DurableRemoval?
 
     /// The timer under the key.
     func record(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord?
@@ -52,14 +54,16 @@ package protocol DurableTimerStore: Sendable {
     /// returns whether it did.
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
 
-    /// Removes the one-shots in `completed` whose occurrence ran, each if `owner` still holds it at
-    /// its sequence, in one write; returns the keys it removed. (``finish(namespace:key:owner:sequence:outcome:)``
+    /// Removes the one-shots in `completed` whose occurrence ran, each if its claim's token still
+    /// holds it at its sequence, in one write; returns the keys it removed. (``finish(namespace:key:owner:sequence:outcome:)``
     /// with ``DurableTimerOutcome/delete`` for many at once: the runner gathers the completions of
     /// one moment into one call.)
-    func finishAll(namespace: String, owner: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<String>
+    func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey>
 
-    /// Extends a claim's lease to `leaseUntil`, if `owner` still holds the timer at `sequence`.
-    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool
+    /// Extends the lease of each of `claims` that its owner still holds at its sequence, in one
+    /// write, to `leaseUntil` (a store on a clock of its own: for `leaseUntil - now` from its
+    /// now); returns the keys it extended.
+    func renewAll(namespace: String, claims: [DurableHeldClaim], now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey>
 
     /// Gives a claim back without using up its attempt (a graceful shutdown, a handler no longer
     /// registered), ready again at `readyAt`, if `owner` still holds the timer at `sequence`.
@@ -109,9 +113,9 @@ package struct DurableClaimBatch: Sendable {
     /// The records claimed, with this runner's lease.
     package var claimed: [DurableTimerRecord]
     /// The ready time of each key that was not claimed and is still stored, not parked.
-    package var waiting: [String: Int64]
+    package var waiting: [StoredKey: Int64]
 
-    package init(claimed: [DurableTimerRecord], waiting: [String: Int64]) {
+    package init(claimed: [DurableTimerRecord], waiting: [StoredKey: Int64]) {
         self.claimed = claimed
         self.waiting = waiting
     }
@@ -155,14 +159,34 @@ extension DurableTimerStore {
     package var hostSkew: Int64 { 0 }
 }
 
-/// A one-shot whose occurrence ran, to be removed (``DurableTimerStore/finishAll(namespace:owner:completed:)``).
+/// A one-shot whose occurrence ran, to be removed (``DurableTimerStore/finishAll(namespace:completed:)``).
 package struct DurableCompletion: Sendable, Hashable {
     package var key: String
+    /// The claim's token (the owner column it wrote).
+    package var owner: String
     package var sequence: Int64
 
-    package init(key: String, sequence: Int64) {
+    package init(key: String, owner: String, sequence: Int64) {
         self.key = key
+        self.owner = owner
         self.sequence = sequence
+    }
+}
+
+/// A claim a runner holds, for a renewal: the key, the claim's token, the occurrence.
+package typealias DurableHeldClaim = DurableCompletion
+
+/// What ``DurableTimerStore/delete(namespace:key:now:)`` removed.
+package struct DurableRemoval: Sendable, Hashable {
+    /// The timer as it was stored.
+    package var record: DurableTimerRecord
+    /// Whether a claim whose lease had not expired held it: its handler was running (or about to
+    /// run) on the claim's owner.
+    package var wasClaimed: Bool
+
+    package init(record: DurableTimerRecord, wasClaimed: Bool) {
+        self.record = record
+        self.wasClaimed = wasClaimed
     }
 }
 

@@ -15,11 +15,19 @@ import GRDB
 final class SQLiteTimerStore: DurableTimerStore {
     private let database: DatabaseQueue
     let path: String
+    /// Where the store's blocking calls run: a serial queue of its own, or a virtual clock's
+    /// executor (whose quiescence then covers them, so that tests stay exact).
+    private let executor: any TaskExecutor
 
-    /// - Parameter pragmas: Statements run on opening, after the store's own (tests: a page limit
-    ///   that makes the file "full").
-    init(path: String, busyTimeout: Duration, durability: DurableTimers.Durability, pragmas: [String] = []) throws(DurableTimerError) {
+    /// - Parameters:
+    ///   - pragmas: Statements run on opening, after the store's own (tests: a page limit that makes
+    ///     the file "full").
+    ///   - executor: Where the calls run; `nil` for a dispatch queue of the store's own.
+    init(
+        path: String, busyTimeout: Duration, durability: DurableTimers.Durability, pragmas: [String] = [], executor: (any TaskExecutor)? = nil
+    ) throws(DurableTimerError) {
         self.path = path
+        self.executor = executor ?? DispatchTaskExecutor(label: "TimerKitDurable.SQLiteTimerStore")
         var configuration = Configuration()
         configuration.busyMode = .timeout(TimeInterval(busyTimeout.saturatingNanoseconds) / 1e9)
         configuration.journalMode = .wal
@@ -68,11 +76,11 @@ final class SQLiteTimerStore: DurableTimerStore {
     // MARK: Writing
 
     func put(_ record: DurableTimerRecord, conflict: DurableConflict) async throws(DurableTimerError) -> Bool {
-        try write { db in try Self.put(record, conflict: conflict, sequence: Self.nextSequence(db), db) }
+        try await write { db in try Self.put(record, conflict: conflict, sequence: Self.nextSequence(db), db) }
     }
 
     func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int {
-        try write { db in
+        try await write { db in
             var sequence = try Self.nextSequences(records.count, db)
             var stored = 0
             for record in records {
@@ -118,14 +126,17 @@ final class SQLiteTimerStore: DurableTimerStore {
         return first
     }
 
-    func delete(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
-        try write { db in
-            try db.row("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", [namespace, key]).map(Self.record)
+    func delete(namespace: String, key: String, now: Int64) async throws(DurableTimerError) -> DurableRemoval? {
+        try await write { db in
+            try db.row("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", [namespace, key]).map { row in
+                let record = Self.record(row)
+                return DurableRemoval(record: record, wasClaimed: record.owner != nil && (record.leaseUntil ?? .min) > now)
+            }
         }
     }
 
     func claim(namespace: String, key: String, owner: String, now: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError) -> DurableClaim {
-        try write { db in
+        try await write { db in
             let ready = early ? "(owner IS NULL OR lease_until_ns <= ?)" : "ready_at_ns <= ?"
             if let row = try db.row(
                 """
@@ -134,7 +145,7 @@ final class SQLiteTimerStore: DurableTimerStore {
                 RETURNING *
                 """, [owner, leaseUntil, leaseUntil, namespace, key, now])
             {
-                return .claimed(try Self.record(row))
+                return .claimed(Self.record(row))
             }
             let readyAt: Int64? = try db.value("SELECT ready_at_ns FROM timerkit_timers WHERE namespace = ? AND key = ? AND parked = 0", [namespace, key])
             return readyAt.map { .notReady(readyAt: $0) } ?? .gone
@@ -142,7 +153,7 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     func claim(namespace: String, keys: [String], owner: String, now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch {
-        try write { db in
+        try await write { db in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])
             for key in keys {
                 if let row = try db.row(
@@ -152,11 +163,11 @@ final class SQLiteTimerStore: DurableTimerStore {
                     RETURNING *
                     """, [owner, leaseUntil, leaseUntil, namespace, key, now])
                 {
-                    batch.claimed.append(try Self.record(row))
+                    batch.claimed.append(Self.record(row))
                 } else if let readyAt: Int64 = try db.value(
                     "SELECT ready_at_ns FROM timerkit_timers WHERE namespace = ? AND key = ? AND parked = 0", [namespace, key])
                 {
-                    batch.waiting[key] = readyAt
+                    batch.waiting[StoredKey(key)] = readyAt
                 }
             }
             return batch
@@ -164,7 +175,7 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
-        try write { db in
+        try await write { db in
             let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"
             let fenceArguments: StatementArguments = [namespace, key, owner, sequence]
             switch outcome {
@@ -189,30 +200,34 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func finishAll(namespace: String, owner: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<String> {
-        try write { db in
-            var removed: Set<String> = []
+    func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
+        try await write { db in
+            var removed: Set<StoredKey> = []
             for completion in completed {
                 try db.run(
                     "DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
-                    [namespace, completion.key, owner, completion.sequence])
-                if db.changesCount > 0 { removed.insert(completion.key) }
+                    [namespace, completion.key, completion.owner, completion.sequence])
+                if db.changesCount > 0 { removed.insert(StoredKey(completion.key)) }
             }
             return removed
         }
     }
 
-    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
-        try write { db in
-            try db.run(
-                "UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
-                [leaseUntil, leaseUntil, namespace, key, owner, sequence])
-            return db.changesCount > 0
+    func renewAll(namespace: String, claims: [DurableHeldClaim], now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey> {
+        try await write { db in
+            var renewed: Set<StoredKey> = []
+            for claim in claims {
+                try db.run(
+                    "UPDATE timerkit_timers SET lease_until_ns = ?, ready_at_ns = ? WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
+                    [leaseUntil, leaseUntil, namespace, claim.key, claim.owner, claim.sequence])
+                if db.changesCount > 0 { renewed.insert(StoredKey(claim.key)) }
+            }
+            return renewed
         }
     }
 
     func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {
-        try write { db in
+        try await write { db in
             try db.run(
                 """
                 UPDATE timerkit_timers SET ready_at_ns = ?, attempts = max(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
@@ -223,31 +238,31 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
-        try write { db in
+        try await write { db in
             try db.row(
                 """
                 UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
                 WHERE namespace = ? AND key = ? AND owner IS NULL
                 RETURNING *
                 """, [due, readyAt, try Self.nextSequence(db), namespace, key]
-            ).map(Self.record)
+            ).map { Self.record($0) }
         }
     }
 
     // MARK: Reading
 
     func record(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
-        try read { db in
-            try db.row("SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", [namespace, key]).map(Self.record)
+        try await read { db in
+            try db.row("SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", [namespace, key]).map { Self.record($0) }
         }
     }
 
     func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
-        try read { db in
+        try await read { db in
             let (condition, arguments) = Self.after(cursor)
             return try db.rows(
                 "SELECT * FROM timerkit_timers WHERE namespace = ? \(condition) ORDER BY ready_at_ns, key LIMIT ?", [namespace] + arguments + [limit]
-            ).map(Self.record)
+            ).map { Self.record($0) }
         }
     }
 
@@ -255,7 +270,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         -> [DurableTimerRecord]
     {
         guard !handlers.isEmpty else { return [] }
-        return try read { db in
+        return try await read { db in
             let (condition, arguments) = Self.after(cursor)
             let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
             return try db.rows(
@@ -264,21 +279,21 @@ final class SQLiteTimerStore: DurableTimerStore {
                 WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
                 ORDER BY ready_at_ns, key LIMIT ?
                 """, [namespace, by] + arguments + StatementArguments(handlers) + [limit]
-            ).map(Self.record)
+            ).map { Self.record($0) }
         }
     }
 
     func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
-        try read { db in
+        try await read { db in
             let names = handlers.isEmpty ? "" : "AND handler NOT IN (\(Array(repeating: "?", count: handlers.count).joined(separator: ", ")))"
             return try db.rows(
                 "SELECT * FROM timerkit_timers WHERE namespace = ? \(names) ORDER BY key LIMIT ?", [namespace] + StatementArguments(handlers) + [limit]
-            ).map(Self.record)
+            ).map { Self.record($0) }
         }
     }
 
     func count(namespace: String) async throws(DurableTimerError) -> Int {
-        try read { db in try db.value("SELECT count(*) FROM timerkit_timers WHERE namespace = ?", [namespace]) ?? 0 }
+        try await read { db in try db.value("SELECT count(*) FROM timerkit_timers WHERE namespace = ?", [namespace]) ?? 0 }
     }
 
     /// SQLite decides with the runner's clock.
@@ -297,49 +312,109 @@ final class SQLiteTimerStore: DurableTimerStore {
         return ("AND (ready_at_ns > ? OR (ready_at_ns = ? AND key > ?))", [cursor.readyAt, cursor.readyAt, cursor.key])
     }
 
-    private static func record(_ row: Row) throws -> DurableTimerRecord {
-        let key: String = row["key"]
-        guard let misfire = StoredForms.misfire(from: row["misfire"]) else {
-            throw DurableTimerError.store(reason: "timer '\(key)' has an unknown misfire policy '\(row["misfire"] as String)'")
-        }
-        guard let recurrence = StoredForms.recurrence(interval: row["interval_ns"], rule: row["rule"]) else {
-            throw DurableTimerError.store(reason: "timer '\(key)' has a calendar rule this version cannot read")
-        }
+    /// A row as a record, whatever it holds: a value of the wrong type, an unknown misfire policy or
+    /// rule form (written by hand, or by a newer version) is a ``DurableTimerRecord/defect``, which
+    /// the runner parks the timer for. Reading a row never throws and never traps.
+    private static func record(_ row: Row) -> DurableTimerRecord {
+        var reader = RowReader(row: row)
+        let key = reader.text("key")
+        let misfireText = reader.text("misfire")
+        let misfire = StoredForms.misfire(from: misfireText)
+        if misfire == nil { reader.defects.append("the misfire policy '\(misfireText)' is unknown") }
+        let recurrence = StoredForms.recurrence(interval: reader.optionalInteger("interval_ns"), rule: reader.optionalText("rule"))
+        if recurrence == nil { reader.defects.append("its calendar rule is in a form this version cannot read") }
         var record = DurableTimerRecord(
-            namespace: row["namespace"], key: key, handler: row["handler"], payload: row["payload"], recurrence: recurrence, misfire: misfire,
-            due: row["due_ns"])
-        record.readyAt = row["ready_at_ns"]
-        record.sequence = row["sequence"]
-        record.fireCount = row["fire_count"]
-        record.attempts = row["attempts"]
-        record.skipped = row["skipped"]
-        record.lastError = row["last_error"]
-        record.isParked = (row["parked"] as Int) != 0
-        record.owner = row["owner"]
-        record.leaseUntil = row["lease_until_ns"]
+            namespace: reader.text("namespace"), key: key, handler: reader.text("handler"), payload: reader.blob("payload"), recurrence: recurrence ?? .none,
+            misfire: misfire ?? .once, due: reader.integer("due_ns"))
+        record.readyAt = reader.integer("ready_at_ns")
+        record.sequence = reader.integer("sequence")
+        record.fireCount = reader.integer("fire_count")
+        record.attempts = Int(clamping: reader.integer("attempts"))
+        record.skipped = Int(clamping: reader.integer("skipped"))
+        record.lastError = reader.optionalText("last_error")
+        record.isParked = reader.integer("parked") != 0
+        record.owner = reader.optionalText("owner")
+        record.leaseUntil = reader.optionalInteger("lease_until_ns")
+        if !reader.defects.isEmpty { record.defect = reader.defects.joined(separator: "; ") }
         return record
     }
 
-    private func write<T>(_ body: (Database) throws -> T) throws(DurableTimerError) -> T {
-        do {
-            return try database.writeWithoutTransaction { db in
-                var result: T?
-                try db.inTransaction(.immediate) {
-                    result = try body(db)
-                    return .commit
-                }
-                return result!
+    /// Reads a row's columns without GRDB's conversions, which trap on a value of the wrong type:
+    /// a value that does not convert reads as a placeholder and is noted as a defect.
+    private struct RowReader {
+        let row: Row
+        var defects: [String] = []
+
+        mutating func integer(_ column: String) -> Int64 {
+            optionalInteger(column) ?? missing(column, 0)
+        }
+
+        mutating func optionalInteger(_ column: String) -> Int64? {
+            let value: DatabaseValue = row[column] ?? .null
+            if value.isNull { return nil }
+            if case .int64(let integer) = value.storage { return integer }
+            return wrong(column, value, nil)
+        }
+
+        mutating func text(_ column: String) -> String {
+            optionalText(column) ?? missing(column, "")
+        }
+
+        mutating func optionalText(_ column: String) -> String? {
+            let value: DatabaseValue = row[column] ?? .null
+            switch value.storage {
+            case .null: return nil
+            case .string(let text): return text
+            case .blob(let data): return String(data: data, encoding: .utf8) ?? wrong(column, value, nil)
+            default: return wrong(column, value, nil)
             }
-        } catch {
-            throw Self.mapped(error, path: path, opening: false)
+        }
+
+        mutating func blob(_ column: String) -> Data {
+            let value: DatabaseValue = row[column] ?? .null
+            switch value.storage {
+            case .blob(let data): return data
+            case .string(let text): return Data(text.utf8)
+            default: return wrong(column, value, Data())
+            }
+        }
+
+        private mutating func missing<T>(_ column: String, _ placeholder: T) -> T {
+            defects.append("\(column) is empty")
+            return placeholder
+        }
+
+        private mutating func wrong<T>(_ column: String, _ value: DatabaseValue, _ placeholder: T) -> T {
+            defects.append("\(column) holds \(value.description.prefix(64)), not a value of its type")
+            return placeholder
         }
     }
 
-    private func read<T>(_ body: (Database) throws -> T) throws(DurableTimerError) -> T {
-        do {
-            return try database.read(body)
-        } catch {
-            throw Self.mapped(error, path: path, opening: false)
+    /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the store's executor.
+    private func write<T>(_ body: (Database) throws -> T) async throws(DurableTimerError) -> T {
+        try await withTaskExecutorPreference(executor) { () throws(DurableTimerError) -> T in
+            do {
+                return try database.writeWithoutTransaction { db in
+                    var result: T?
+                    try db.inTransaction(.immediate) {
+                        result = try body(db)
+                        return .commit
+                    }
+                    return result!
+                }
+            } catch {
+                throw Self.mapped(error, path: path, opening: false)
+            }
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) async throws(DurableTimerError) -> T {
+        try await withTaskExecutorPreference(executor) { () throws(DurableTimerError) -> T in
+            do {
+                return try database.read(body)
+            } catch {
+                throw Self.mapped(error, path: path, opening: false)
+            }
         }
     }
 

@@ -11,6 +11,8 @@ extension PostgresTimerStore {
         var r: Int64?
         var h: String?
         var reload: Bool?
+        /// The timer under `k` was removed.
+        var x: Bool?
     }
 
     /// Listens on a pooled connection held for the purpose; after it drops, reconnects with a
@@ -38,6 +40,8 @@ extension PostgresTimerStore {
                                 }
                                 if notice.reload == true {
                                     continuation.yield(.reload)
+                                } else if notice.x == true, let key = notice.k {
+                                    continuation.yield(.removed(key: key))
                                 } else if let key = notice.k, let readyAt = notice.r, let handler = notice.h {
                                     continuation.yield(.ready(key: key, readyAt: readyAt, handler: handler))
                                 }

@@ -222,8 +222,30 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
-    func delete(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord? {
-        try await fetchOne("DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) RETURNING \(unescaped: Self.allColumns)")
+    /// Removes the timer and tells the other instances (`NOTIFY`), so that one running it cancels
+    /// its handler at once; whether a live lease held it is decided on the database's clock.
+    func delete(namespace: String, key: String, now reading: Int64) async throws(DurableTimerError) -> DurableRemoval? {
+        let now = now(reading)
+        let query: PostgresQuery = """
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            removed AS (
+                DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key)
+                RETURNING \(unescaped: Self.allColumns)
+            ),
+            notified AS (
+                SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'k', key, 'x', true)::text) FROM removed
+            )
+            SELECT removed.*, (removed.owner IS NOT NULL AND removed.lease_until_ns > c.ns) FROM removed, c
+                LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            """
+        return try await call { client, logger in
+            var removal: DurableRemoval?
+            for try await row in try await client.query(query, logger: logger) {
+                let cells = row.makeRandomAccess()
+                removal = DurableRemoval(record: try Self.record(row), wasClaimed: try cells[cells.count - 1].decode(Bool.self))
+            }
+            return removal
+        }
     }
 
     func claim(namespace: String, key: String, owner: String, now reading: Int64, leaseUntil: Int64, early: Bool) async throws(DurableTimerError)
@@ -283,7 +305,7 @@ final class PostgresTimerStore: DurableTimerStore {
                 if try cells[cells.count - 1].decode(Bool.self) {
                     batch.claimed.append(record)
                 } else {
-                    batch.waiting[record.key] = record.readyAt
+                    batch.waiting[StoredKey(record.key)] = record.readyAt
                 }
             }
             return batch
@@ -318,33 +340,37 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
-    func finishAll(namespace: String, owner: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<String> {
+    func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
         guard !completed.isEmpty else { return [] }
-        let keys = completed.map(\.key)
-        let sequences = completed.map(\.sequence)
         let query: PostgresQuery = """
-            DELETE FROM timerkit_timers t USING unnest(\(keys)::text[], \(sequences)::bigint[]) AS d(key, sequence)
-            WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = \(owner) AND t.sequence = d.sequence
+            DELETE FROM timerkit_timers t USING unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
+            WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
             RETURNING t.key
             """
         return try await call { client, logger in
-            var removed: Set<String> = []
-            for try await key in try await client.query(query, logger: logger).decode(String.self) { removed.insert(key) }
+            var removed: Set<StoredKey> = []
+            for try await key in try await client.query(query, logger: logger).decode(String.self) { removed.insert(StoredKey(key)) }
             return removed
         }
     }
 
-    func renew(namespace: String, key: String, owner: String, sequence: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Bool {
+    func renewAll(namespace: String, claims: [DurableHeldClaim], now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey> {
+        guard !claims.isEmpty else { return [] }
         // The lease runs from the database's now for as long as the runner asked from its own.
-        let lease = leaseUntil - TimerClock.wall.now.nanoseconds.addingSaturating(hostSkew).addingSaturating(clockOffset)
-        let now = timeSource == .host ? leaseUntil - lease : nil
-        return try await changed(
-            """
+        let lease = leaseUntil.addingSaturating(-reading)
+        let now = now(reading)
+        let query: PostgresQuery = """
             WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns)
-            UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease) FROM c
-            WHERE t.namespace = \(namespace) AND t.key = \(key) AND t.owner = \(owner) AND t.sequence = \(sequence)
-            RETURNING t.namespace, t.key, t.handler, t.ready_at_ns
-            """, notify: false)
+            UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease)
+            FROM c, unnest(\(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[]) AS h(key, owner, sequence)
+            WHERE t.namespace = \(namespace) AND t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
+            RETURNING t.key
+            """
+        return try await call { client, logger in
+            var renewed: Set<StoredKey> = []
+            for try await key in try await client.query(query, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
+            return renewed
+        }
     }
 
     func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {
@@ -438,13 +464,16 @@ final class PostgresTimerStore: DurableTimerStore {
         ) =
             try row.decode(
                 (String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?).self)
-        guard let policy = StoredForms.misfire(from: misfire) else {
-            throw DurableTimerError.store(reason: "timer '\(key)' has an unknown misfire policy '\(misfire)'")
-        }
-        guard let recurrence = StoredForms.recurrence(interval: interval, rule: rule) else {
-            throw DurableTimerError.store(reason: "timer '\(key)' has a calendar rule this version cannot read")
-        }
-        var record = DurableTimerRecord(namespace: namespace, key: key, handler: handler, payload: payload, recurrence: recurrence, misfire: policy, due: due)
+        // A form this version cannot read is a defect the runner parks the timer for, never an
+        // error that stops every other timer's load.
+        var defects: [String] = []
+        let policy = StoredForms.misfire(from: misfire)
+        if policy == nil { defects.append("the misfire policy '\(misfire)' is unknown") }
+        let recurrence = StoredForms.recurrence(interval: interval, rule: rule)
+        if recurrence == nil { defects.append("its calendar rule is in a form this version cannot read") }
+        var record = DurableTimerRecord(
+            namespace: namespace, key: key, handler: handler, payload: payload, recurrence: recurrence ?? .none, misfire: policy ?? .once, due: due)
+        if !defects.isEmpty { record.defect = defects.joined(separator: "; ") }
         record.readyAt = readyAt
         record.sequence = sequence
         record.fireCount = fireCount

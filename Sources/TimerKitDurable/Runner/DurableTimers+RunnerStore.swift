@@ -1,0 +1,231 @@
+import Foundation
+import TimerKit
+
+// The runner's store calls: each carries out one action of the state machine and feeds the
+// answer back as the next transition.
+
+extension DurableTimers.Runner {
+    typealias Machine = RunnerStateMachine
+
+    // MARK: Claims
+
+    /// Claims a round's keys — the woken ones in one store call, manual ones early, one by one —
+    /// and hands every key's answer to the machine.
+    func claim(_ round: [Machine.QueuedClaim], token: String) async {
+        let (store, namespace) = (context.store, context.namespace)
+        let now = context.now()
+        let leaseUntil = now.addingSaturating(context.options.lease.saturatingNanoseconds)
+        var results: [StoredKey: Machine.ClaimResult] = [:]
+        var failure: DurableTimerError?
+        let batch = round.filter { !$0.isManual }
+        if !batch.isEmpty {
+            do {
+                let claimed = try await store.claim(namespace: namespace, keys: batch.map(\.key.string), owner: token, now: now, leaseUntil: leaseUntil)
+                for entry in batch { results[entry.key] = .gone }
+                for record in claimed.claimed { results[StoredKey(record.key)] = .claimed(record) }
+                for (key, readyAt) in claimed.waiting { results[key] = .notReady(readyAt: readyAt) }
+            } catch {
+                failure = error
+                for entry in batch { results[entry.key] = .failed }
+            }
+        }
+        for entry in round where entry.isManual {
+            do {
+                switch try await store.claim(namespace: namespace, key: entry.key.string, owner: token, now: now, leaseUntil: leaseUntil, early: true) {
+                case .claimed(let record): results[entry.key] = .claimed(record)
+                case .notReady(let readyAt): results[entry.key] = .notReady(readyAt: readyAt)
+                case .gone: results[entry.key] = .gone
+                }
+            } catch {
+                failure = error
+                results[entry.key] = .failed
+            }
+        }
+        let ended = context.now()
+        transition { $0.claimRoundEnded(round, token: token, results: results, failure: failure, now: ended) }
+    }
+
+    // MARK: Ends of runs
+
+    /// Writes a run's end: a one-shot's removal joins the next deletion round (one store call for
+    /// every run that ended meanwhile), anything else is written at once.
+    func finish(_ key: StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome) {
+        guard case .delete = outcome else {
+            spawn {
+                let result: Machine.WriteResult
+                do throws(DurableTimerError) {
+                    let changed = try await self.context.store.finish(
+                        namespace: self.context.namespace, key: key.string, owner: token, sequence: sequence, outcome: outcome)
+                    result = changed ? .applied : .refused
+                } catch {
+                    result = .failed(error)
+                }
+                let now = self.context.now()
+                self.transition { $0.writeEnded(key, token: token, result: result, now: now) }
+            }
+            return
+        }
+        let leads = state.withLock { state -> Bool in
+            state.deletions.append((key, DurableCompletion(key: key.string, owner: token, sequence: sequence)))
+            guard !state.isDeleting else { return false }
+            state.isDeleting = true
+            return true
+        }
+        if leads { spawn { await self.deletionRounds() } }
+    }
+
+    private func deletionRounds() async {
+        while true {
+            let batch = state.withLock { state -> [(key: StoredKey, completion: DurableCompletion)] in
+                defer { state.deletions = [] }
+                if state.deletions.isEmpty { state.isDeleting = false }
+                return state.deletions
+            }
+            guard !batch.isEmpty else { return }
+            let removed: Result<Set<StoredKey>, DurableTimerError>
+            do {
+                removed = .success(try await context.store.finishAll(namespace: context.namespace, completed: batch.map(\.completion)))
+            } catch {
+                removed = .failure(error)
+            }
+            let now = context.now()
+            transition { machine in
+                var actions: [Machine.Action] = []
+                for (key, completion) in batch {
+                    let result: Machine.WriteResult =
+                        switch removed {
+                        case .success(let keys): keys.contains(key) ? .applied : .refused
+                        case .failure(let error): .failed(error)
+                        }
+                    actions += machine.writeEnded(key, token: completion.owner, result: result, now: now)
+                }
+                // One failed round is one failure to report, not one per timer.
+                if case .failure = removed, let first = actions.firstIndex(where: { if case .report = $0 { true } else { false } }) {
+                    actions = actions.enumerated().filter { index, action in
+                        if case .report = action { return index == first }
+                        return true
+                    }.map(\.element)
+                }
+                return actions
+            }
+        }
+    }
+
+    /// Gives a claim back (its attempt does not count), ready again at `readyAt`.
+    func release(_ key: StoredKey, token: String, sequence: Int64, readyAt: Int64) async {
+        let result: Machine.WriteResult
+        do {
+            let changed = try await context.store.release(namespace: context.namespace, key: key.string, owner: token, sequence: sequence, readyAt: readyAt)
+            result = changed ? .applied : .refused
+        } catch {
+            result = .failed(error)
+        }
+        let now = context.now()
+        transition { $0.writeEnded(key, token: token, result: result, now: now) }
+    }
+
+    /// Extends every held claim's lease in one write.
+    func renew(_ claims: [Machine.HeldClaim], leaseUntil: Int64) async {
+        let result: Result<Set<StoredKey>, DurableTimerError>
+        do {
+            let held = claims.map { DurableHeldClaim(key: $0.key.string, owner: $0.token, sequence: $0.sequence) }
+            result = .success(try await context.store.renewAll(namespace: context.namespace, claims: held, now: context.now(), leaseUntil: leaseUntil))
+        } catch {
+            result = .failure(error)
+        }
+        let now = context.now()
+        transition { $0.renewalEnded(claims, leaseUntil: leaseUntil, result: result, now: now) }
+    }
+
+    // MARK: Loading
+
+    /// Loads every timer ready within the horizon and arms it; overdue ones (after downtime) are
+    /// spread over `count / catchUpRate` seconds, each at a fixed offset of its key. Then arms the
+    /// next refill, halfway through the horizon.
+    func refill() async {
+        guard isStarted else { return }
+        let options = context.options
+        let now = context.now()
+        let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
+        var loaded: [DurableTimerRecord] = []
+        var cursor: DurableTimerCursor?
+        var truncated = false
+        do {
+            let names = handlerNames
+            while true {
+                let page = try await context.store.ready(namespace: context.namespace, by: until, handlers: names, after: cursor, limit: Self.pageSize)
+                loaded += page
+                guard page.count == Self.pageSize, let last = page.last else { break }
+                cursor = DurableTimerCursor(readyAt: last.readyAt, key: last.key)
+                if loaded.count >= Self.maximumArmed {
+                    truncated = true
+                    break
+                }
+            }
+        } catch {
+            options.onError(error)
+            scheduleRefill(at: now.addingSaturating(options.retryDelay.saturatingNanoseconds))
+            return
+        }
+        let overdue = loaded.lazy.filter { $0.readyAt < now }.count
+        let spread = min(Int64(overdue).multipliedSaturating(by: 1_000_000_000) / Int64(options.catchUpRate), 60_000_000_000)
+        let loadedUntil = truncated ? loaded.last!.readyAt : until
+        transition { machine in
+            machine.loaded(until: loadedUntil)
+            var actions: [Machine.Action] = []
+            for record in loaded {
+                let wakeAt = record.readyAt < now ? now.addingSaturating(Self.offset(of: record.key, within: spread)) : record.readyAt
+                actions += machine.load(StoredKey(record.key), readyAt: record.readyAt, wakeAt: wakeAt)
+            }
+            return actions
+        }
+        let half = now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
+        scheduleRefill(at: truncated ? max(loadedUntil, now.addingSaturating(1_000_000)) : half)
+    }
+
+    private func scheduleRefill(at instant: Int64) {
+        let callback = schedule(at: instant) { runner in
+            runner.spawn { await runner.refill() }
+        }
+        let old = state.withLock { state -> ScheduledCallback? in
+            guard state.machine.lifecycle == .running else { return callback }
+            defer { state.refill = callback }
+            return state.refill
+        }
+        old?.cancel()
+    }
+
+    /// A fixed offset in `[0, spread)` for a key (FNV-1a), so that a catch-up is spread the same
+    /// way each time it is loaded.
+    static func offset(of key: String, within spread: Int64) -> Int64 {
+        guard spread > 0 else { return 0 }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in key.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        return Int64(hash % UInt64(spread))
+    }
+
+    /// Follows the store's changes, if it reports them: arms what other runners wrote within the
+    /// horizon, cancels what they removed (a run of it here included), and loads the horizon again
+    /// when changes may have been missed.
+    func follow(_ changes: AsyncStream<DurableTimerChange>) {
+        let task = Task(executorPreference: context.controlExecutor) { [weak self] in
+            for await change in changes {
+                guard let self else { return }
+                switch change {
+                case .ready(let key, let readyAt, let handler): self.transition { $0.load(StoredKey(key), readyAt: readyAt, handler: handler) }
+                case .removed(let key): self.transition { $0.removed(StoredKey(key)) }
+                case .reload: self.spawn { await self.refill() }
+                }
+            }
+        }
+        let old = state.withLock { state -> Task<Void, Never>? in
+            guard state.machine.lifecycle == .running else { return task }
+            defer { state.follower = task }
+            return state.follower
+        }
+        old?.cancel()
+    }
+}

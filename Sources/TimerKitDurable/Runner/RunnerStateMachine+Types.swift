@@ -1,0 +1,183 @@
+import Foundation
+
+// The values the runner's state machine keeps and returns: an occurrence's phases, its run and
+// completion, and the actions the runner carries out.
+
+extension RunnerStateMachine {
+    /// What the machine needs of ``DurableTimers/Options``, in nanoseconds.
+    struct Configuration: Sendable, Equatable {
+        /// This runner's id: a claim's token is `owner/number`.
+        var owner: String
+        var maxConcurrentHandlers: Int
+        var maxAttempts: Int
+        var lease: Int64
+        var retryDelay: Int64
+        var maxRetryDelay: Int64
+        /// The lateness that still counts as on time for ``MisfirePolicy/skip``.
+        var grace: Int64
+
+        /// How often held claims are renewed: a third of the lease.
+        var renewalPeriod: Int64 { max(lease / 3, 1) }
+    }
+
+    /// Where the runner as a whole stands.
+    enum Lifecycle: Sendable, Equatable {
+        /// Made, not started: nothing is loaded or armed.
+        case idle
+        /// Loading, arming, claiming and running.
+        case running
+        /// Shutting down: nothing new is armed or claimed; claims in flight are given back, runs
+        /// under way finish (or are cancelled when the grace period ends).
+        case stopping
+        /// Shut down, and nothing is held any more.
+        case stopped
+    }
+
+    /// Why a run's task was cancelled.
+    enum Cancellation: Sendable, Equatable {
+        /// The timer was removed (``DurableTimers/cancel(key:)``, here or on another instance) or
+        /// replaced: its occurrence no longer exists, and nothing is written when the run ends.
+        case removed
+        /// The claim's lease passed without a renewal, or another runner holds the occurrence now.
+        case leaseLost
+        /// The handler outlived its timeout; the run counts as a failed attempt.
+        case timedOut(String)
+        /// The runner's shutdown grace period ended; the claim is given back.
+        case shutdown
+    }
+
+    /// A claimed occurrence whose handler runs (or ran) in this process.
+    struct Run: Sendable, Equatable {
+        /// The claim's token, as stored in the row's owner column: the fence of every write.
+        var token: String
+        var sequence: Int64
+        var handler: String
+        /// The attempt this claim is (attempts as the claim stored them).
+        var attempt: Int
+        /// Until when the store holds the claim for us, as last written (store time).
+        var leaseUntil: Int64
+        /// Whether ``DurableTimers/fire(key:)`` asked for it (claimed early).
+        var isManual: Bool
+        /// The occurrence's grid deadline, where a manual claim given back is ready again.
+        var due: Int64
+        /// Where the timer goes when the handler returns.
+        var next: DurableTimerOutcome
+        /// Why its task was cancelled, if it was.
+        var cancellation: Cancellation?
+    }
+
+    /// The end of a run being written.
+    struct Completion: Sendable, Equatable {
+        var outcome: DurableTimerOutcome
+        /// Failed attempts to write it (each retried: the write is fenced, so idempotent).
+        var failures = 0
+        /// A renewal found the claim gone while the completion was pending.
+        var renewalRefused = false
+    }
+
+    /// An occurrence's phase in this process.
+    enum Phase: Sendable, Equatable {
+        /// A wake-up is armed in the engine for `readyAt` (the generation tells a stale wake-up).
+        case armed(readyAt: Int64, generation: UInt64)
+        /// Woken (or asked for by a manual fire), waiting for a claim round and a handler slot.
+        case queued(isManual: Bool)
+        /// In the claim round `token`.
+        case claiming(token: String, isManual: Bool)
+        /// Claimed; its handler runs.
+        case running(Run)
+        /// The handler ended; its outcome is being written.
+        case completing(Run, Completion)
+        /// The claim is being given back (shutdown, a handler not registered here, a removal).
+        case releasing(Run)
+    }
+
+    /// One key's state in this process: there is at most one per key, so no key is ever claimed
+    /// twice here at once.
+    struct Occurrence: Sendable, Equatable {
+        var phase: Phase
+        /// A ready time learned while the key was busy (claiming, running, completing): armed once
+        /// it is free, unless the store says otherwise.
+        var deferredReadyAt: Int64?
+        /// The timer was removed while the key was busy.
+        var isRemoved = false
+    }
+
+    /// A key in a claim round.
+    struct QueuedClaim: Sendable, Equatable {
+        var key: StoredKey
+        var isManual: Bool
+    }
+
+    /// A held claim, for a renewal.
+    struct HeldClaim: Sendable, Equatable {
+        var key: StoredKey
+        var token: String
+        var sequence: Int64
+    }
+
+    /// What the store said of one key of a claim round.
+    enum ClaimResult: Sendable, Equatable {
+        case claimed(DurableTimerRecord)
+        /// Not ready (not due, or held by a live lease): it may next be claimed at `readyAt`.
+        case notReady(readyAt: Int64)
+        /// No timer under the key, or it is parked.
+        case gone
+        /// The store call failed (its error is reported once for the round).
+        case failed
+    }
+
+    /// How a handler ended.
+    enum HandlerResult: Sendable, Equatable {
+        case returned
+        /// It threw (the error's description).
+        case threw(String)
+        /// The payload did not decode as the registered type; the handler did not run.
+        case undecodable(String)
+    }
+
+    /// What a write of a run's end (or a release) did.
+    enum WriteResult: Sendable, Equatable {
+        /// It changed the row: the claim was still ours.
+        case applied
+        /// It changed nothing: the claim was no longer ours (or the write had landed already).
+        case refused
+        case failed(DurableTimerError)
+    }
+
+    /// What to start: a claimed occurrence's handler.
+    struct Start: Sendable, Equatable {
+        var record: DurableTimerRecord
+        var plan: OccurrencePlan
+        var token: String
+        /// When it was claimed (store time): the fire's ``DurableFire/firedAt``.
+        var claimedAt: Int64
+    }
+
+    /// What the runner carries out after a transition, outside its lock, in order.
+    enum Action: Sendable, Equatable {
+        /// Arm a wake-up for the key at `at` (store time), replacing the key's armed one.
+        case arm(StoredKey, at: Int64, generation: UInt64)
+        /// Cancel the key's armed wake-up.
+        case disarm(StoredKey)
+        /// Claim these keys, as the round `token` (manual ones early, one by one).
+        case claim([QueuedClaim], token: String)
+        /// Run a claimed occurrence's handler.
+        case start(StoredKey, Start)
+        /// Write a run's end, fenced by its token and sequence.
+        case finish(StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome)
+        /// Write a run's end again at `at`: the last write failed.
+        case retryFinish(StoredKey, token: String, at: Int64)
+        /// Give a claim back without using up its attempt, ready again at `readyAt`.
+        case release(StoredKey, token: String, sequence: Int64, readyAt: Int64)
+        /// Cancel the task running the key's handler.
+        case cancelHandler(StoredKey, token: String)
+        /// Extend every held claim's lease to `leaseUntil`, in one write.
+        case renew([HeldClaim], leaseUntil: Int64)
+        /// Arm the next renewal tick at `at`.
+        case scheduleRenewal(at: Int64)
+        case report(DurableTimerError)
+        case event(DurableTimerEvent)
+        /// The runner is stopping and holds nothing any more: shutdown can return.
+        case drained
+    }
+}

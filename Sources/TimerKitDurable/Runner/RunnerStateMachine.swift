@@ -1,0 +1,514 @@
+import Foundation
+
+/// The in-memory half of a durable-timer runner, as a pure value: every occurrence this process
+/// knows of, from its wake-up to the write of its end, with named transitions that return what to
+/// do (``Action``) instead of doing it.
+///
+/// An occurrence moves `armed → queued → claiming → running → completing`, then leaves the machine
+/// (a one-shot done, a repeating timer armed at its next occurrence), or `→ releasing` when its
+/// claim is given back. One key has at most one occurrence here, so this process never claims a
+/// key it is running, and a wake-up, a notification or a refill that comes while the key is busy
+/// only records a ready time for later (``Occurrence/deferredReadyAt``).
+///
+/// The store holds the truth: a claim is one fenced write, so a wake-up is only a reason to try.
+/// What the machine guarantees on top, and the seeded model test checks over random event
+/// sequences, is that while the process lives no occurrence runs twice here at once; that a claim
+/// is held (renewed) from the claim until its end is written, retried if the write fails; that
+/// every claim is counted as an attempt; and that a claim taken during shutdown is given back.
+///
+/// `DurableTimers.Runner` keeps it under a lock and carries out the actions outside it.
+struct RunnerStateMachine: Sendable {
+    let configuration: Configuration
+    private(set) var lifecycle = Lifecycle.idle
+    private(set) var occurrences: [StoredKey: Occurrence] = [:]
+    /// Handler names registered with this runner.
+    private(set) var handlers: Set<String> = []
+    /// Timers ready by this instant are armed (or busy); later ones are loaded later.
+    private(set) var loadedUntil: Int64 = .min
+    /// Keys waiting for a claim round, in order (entries whose key is no longer queued are skipped).
+    private var queue: [StoredKey] = []
+    private var queueHead = 0
+    /// Handler slots taken by keys claiming or running (at most `maxConcurrentHandlers`).
+    private(set) var slotsTaken = 0
+    private(set) var isClaimRoundInFlight = false
+    /// Keys holding a claim (running or completing): the renewals' set.
+    private(set) var held: Set<StoredKey> = []
+    private var isRenewalArmed = false
+    private var isRenewalInFlight = false
+    private var claimRounds: UInt64 = 0
+    private var generations: UInt64 = 0
+
+    init(configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    // MARK: Lifecycle and handlers
+
+    /// Registers a handler name; `false` if it was registered already.
+    mutating func register(_ handler: String) -> Bool { handlers.insert(handler).inserted }
+
+    /// Starts the runner; `false` if it was started (or stopped) already.
+    mutating func start() -> Bool {
+        guard lifecycle == .idle else { return false }
+        lifecycle = .running
+        return true
+    }
+
+    /// Begins shutting down: disarms everything armed and queued; claims in flight will be given
+    /// back; runs under way go on until ``graceExpired()``.
+    mutating func stop() -> [Action] {
+        switch lifecycle {
+        case .idle:
+            lifecycle = .stopped
+            return [.drained]
+        case .running:
+            lifecycle = .stopping
+        case .stopping, .stopped:
+            return []
+        }
+        var actions: [Action] = []
+        for (key, occurrence) in occurrences {
+            switch occurrence.phase {
+            case .armed:
+                actions.append(.disarm(key))
+                occurrences[key] = nil
+            case .queued:
+                occurrences[key] = nil
+            case .claiming, .running, .completing, .releasing:
+                break
+            }
+        }
+        queue = []
+        queueHead = 0
+        return actions + checkDrained()
+    }
+
+    /// The shutdown's grace period ended: cancels every run still under way (each gives its claim
+    /// back when its handler ends by throwing).
+    mutating func graceExpired() -> [Action] {
+        guard lifecycle == .stopping else { return [] }
+        var actions: [Action] = []
+        for key in held {
+            guard var occurrence = occurrences[key], case .running(var run) = occurrence.phase, run.cancellation == nil else { continue }
+            run.cancellation = .shutdown
+            occurrence.phase = .running(run)
+            occurrences[key] = occurrence
+            actions.append(.cancelHandler(key, token: run.token))
+        }
+        return actions
+    }
+
+    /// Whether the key's handler is running here (or its end is being written).
+    func isRunning(_ key: StoredKey) -> Bool { held.contains(key) }
+
+    /// Keys that came due and wait for a claim round or a free handler slot.
+    var waitingCount: Int {
+        occurrences.values.reduce(0) { count, occurrence in
+            if case .queued = occurrence.phase { return count + 1 }
+            return count
+        }
+    }
+
+    /// Handlers running here.
+    var runningCount: Int {
+        held.reduce(0) { count, key in
+            if case .running = occurrences[key]?.phase { return count + 1 }
+            return count
+        }
+    }
+
+    // MARK: Loading and waking
+
+    /// Everything ready by `instant` is being loaded: keys learned of later (a notification, a
+    /// write of this runner) are armed if they are ready by then.
+    mutating func loaded(until instant: Int64) { loadedUntil = max(loadedUntil, instant) }
+
+    /// The store says `key` (for `handler`, when known) is ready at `readyAt`: arms a wake-up at
+    /// `wakeAt` (a catch-up's spread offset) or at `readyAt`, or records it for later while the
+    /// key is busy. A key ready past what is loaded, or for a handler not registered here, is
+    /// disarmed.
+    mutating func load(_ key: StoredKey, readyAt: Int64, wakeAt: Int64? = nil, handler: String? = nil) -> [Action] {
+        guard lifecycle == .running else { return [] }
+        let wanted = readyAt <= loadedUntil && (handler.map(handlers.contains) ?? true)
+        guard var occurrence = occurrences[key] else {
+            return wanted ? arm(key, readyAt: readyAt, at: wakeAt ?? readyAt) : []
+        }
+        switch occurrence.phase {
+        case .armed(let armedAt, _):
+            guard wanted else {
+                occurrences[key] = nil
+                return [.disarm(key)]
+            }
+            return armedAt == readyAt ? [] : arm(key, readyAt: readyAt, at: wakeAt ?? readyAt)
+        case .queued, .claiming, .running, .completing, .releasing:
+            occurrence.deferredReadyAt = wanted ? readyAt : nil
+            occurrence.isRemoved = false
+            occurrences[key] = occurrence
+            return []
+        }
+    }
+
+    /// The timer under `key` was removed (here, or on another instance): disarms it, and cancels
+    /// its run if one is under way here.
+    mutating func removed(_ key: StoredKey) -> [Action] {
+        guard var occurrence = occurrences[key] else { return [] }
+        switch occurrence.phase {
+        case .armed:
+            occurrences[key] = nil
+            return [.disarm(key)]
+        case .queued:
+            occurrences[key] = nil
+            return []
+        case .running(var run):
+            occurrence.isRemoved = true
+            occurrence.deferredReadyAt = nil
+            var actions: [Action] = []
+            if run.cancellation == nil {
+                run.cancellation = .removed
+                actions.append(.cancelHandler(key, token: run.token))
+            }
+            occurrence.phase = .running(run)
+            occurrences[key] = occurrence
+            return actions
+        case .claiming, .completing, .releasing:
+            occurrence.isRemoved = true
+            occurrence.deferredReadyAt = nil
+            occurrences[key] = occurrence
+            return []
+        }
+    }
+
+    /// A wake-up armed for `key` came: queues it for a claim round.
+    mutating func wokeUp(_ key: StoredKey, generation: UInt64) -> [Action] {
+        guard lifecycle == .running, case .armed(_, generation)? = occurrences[key]?.phase else { return [] }
+        occurrences[key]!.phase = .queued(isManual: false)
+        queue.append(key)
+        return nextClaimRound()
+    }
+
+    /// ``DurableTimers/fire(key:)``: queues an early claim of `key`. `false` if the key is busy
+    /// here (claimed or running) or the runner is not running.
+    mutating func fireManually(_ key: StoredKey) -> (queued: Bool, actions: [Action]) {
+        guard lifecycle == .running else { return (false, []) }
+        var actions: [Action] = []
+        switch occurrences[key]?.phase {
+        case nil:
+            occurrences[key] = Occurrence(phase: .queued(isManual: true))
+            queue.append(key)
+        case .armed:
+            actions.append(.disarm(key))
+            occurrences[key]!.phase = .queued(isManual: true)
+            queue.append(key)
+        case .queued:
+            occurrences[key]!.phase = .queued(isManual: true)
+        case .claiming, .running, .completing, .releasing:
+            return (false, [])
+        }
+        return (true, actions + nextClaimRound())
+    }
+
+    // MARK: Claiming
+
+    /// Starts a claim round with as many queued keys as there are free handler slots, unless one
+    /// is in flight (keys queued meanwhile join the next).
+    private mutating func nextClaimRound() -> [Action] {
+        guard lifecycle == .running, !isClaimRoundInFlight else { return [] }
+        claimRounds += 1
+        let token = "\(configuration.owner)/\(claimRounds)"
+        var round: [QueuedClaim] = []
+        while slotsTaken < configuration.maxConcurrentHandlers, queueHead < queue.count {
+            let key = queue[queueHead]
+            queueHead += 1
+            guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
+            occurrences[key]!.phase = .claiming(token: token, isManual: isManual)
+            slotsTaken += 1
+            round.append(QueuedClaim(key: key, isManual: isManual))
+        }
+        if queueHead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueHead = 0
+        } else if queueHead > 4_096, queueHead * 2 > queue.count {
+            queue.removeFirst(queueHead)
+            queueHead = 0
+        }
+        guard !round.isEmpty else { return [] }
+        isClaimRoundInFlight = true
+        return [.claim(round, token: token)]
+    }
+
+    /// A claim round ended: starts the runs it claimed (or parks, advances or gives back what it
+    /// must not run), re-arms what it did not claim, and starts the next round. `failure` is the
+    /// store's error for the keys whose claim ``ClaimResult/failed``.
+    mutating func claimRoundEnded(
+        _ round: [QueuedClaim], token: String, results: [StoredKey: ClaimResult], failure: DurableTimerError?, now: Int64
+    ) -> [Action] {
+        isClaimRoundInFlight = false
+        var actions: [Action] = failure.map { [.report($0)] } ?? []
+        var claimed = 0
+        for entry in round {
+            guard case .claiming(token, let isManual)? = occurrences[entry.key]?.phase else { continue }
+            switch results[entry.key] ?? .gone {
+            case .claimed(let record):
+                claimed += 1
+                actions += self.claimed(entry.key, record, token: token, isManual: isManual, now: now)
+            case .notReady(let readyAt):
+                slotsTaken -= 1
+                // Held by another runner (watch it: it runs here if that runner dies), or moved. A
+                // row another claim is writing right now reads as ready: look again shortly rather
+                // than at once.
+                actions += settle(entry.key, readyAt: readyAt, wakeAt: max(readyAt, now.addingSaturating(5_000_000)))
+            case .gone:
+                slotsTaken -= 1
+                actions += settle(entry.key, readyAt: nil)
+            case .failed:
+                slotsTaken -= 1
+                // Try again after a while; the store keeps the timer meanwhile.
+                actions += settle(entry.key, readyAt: now, wakeAt: now.addingSaturating(configuration.retryDelay))
+            }
+        }
+        actions.append(.event(.claimed(requested: round.count, claimed: claimed)))
+        return actions + nextClaimRound() + checkDrained()
+    }
+
+    private mutating func claimed(_ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, now: Int64) -> [Action] {
+        var run = Run(
+            token: token, sequence: record.sequence, handler: record.handler, attempt: record.attempts,
+            leaseUntil: record.leaseUntil ?? now.addingSaturating(configuration.lease), isManual: isManual, due: record.due, next: .delete)
+        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler) else {
+            slotsTaken -= 1
+            return release(key, run, now: now)
+        }
+        if record.attempts > configuration.maxAttempts {
+            slotsTaken -= 1
+            let reason =
+                "its handler started \(record.attempts - 1) times without finishing: the process running it ended each time (it crashed, was killed, or froze past its lease); parked after maxAttempts (\(configuration.maxAttempts))"
+            return complete(key, run, Completion(outcome: .park(error: reason))) + [.event(.parked(key: key.string, handler: record.handler, reason: reason))]
+        }
+        let plan = isManual ? OccurrencePlan.manual(record, now: now) : OccurrencePlan.make(record, now: now, grace: configuration.grace)
+        guard plan.fires else {
+            slotsTaken -= 1
+            var actions = complete(key, run, Completion(outcome: plan.next))
+            if case .park(let reason) = plan.next { actions.append(.event(.parked(key: key.string, handler: record.handler, reason: reason))) }
+            return actions
+        }
+        run.next = plan.next
+        occurrences[key]!.phase = .running(run)
+        held.insert(key)
+        return [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))] + armRenewal(now: now)
+    }
+
+    // MARK: Running and completing
+
+    /// A run's handler ended after `duration`: writes the occurrence's end (or gives the claim
+    /// back after a shutdown's cancellation, or writes nothing for a removed timer).
+    mutating func handlerEnded(_ key: StoredKey, token: String, result: HandlerResult, duration: Duration, now: Int64) -> [Action] {
+        guard case .running(let run)? = occurrences[key]?.phase, run.token == token else { return [] }
+        slotsTaken -= 1
+        // The slot is free: a key waiting for one is claimed.
+        return ended(key, run, result: result, duration: duration, now: now) + nextClaimRound()
+    }
+
+    private mutating func ended(_ key: StoredKey, _ run: Run, result: HandlerResult, duration: Duration, now: Int64) -> [Action] {
+        let outcome: DurableTimerOutcome
+        switch (result, run.cancellation) {
+        case (.undecodable(let reason), _):
+            outcome = .park(error: DurableLimits.storedError("the payload does not decode as the handler's type: \(reason)"))
+        case (.returned, .removed), (.threw, .removed):
+            held.remove(key)
+            return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: .cancelled))] + settle(key, readyAt: nil) + checkDrained()
+        case (.threw, .shutdown):
+            held.remove(key)
+            return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: .released))] + release(key, run, now: now)
+        case (.returned, _):
+            outcome = run.next
+        case (.threw(let error), let cancellation):
+            var text = error
+            if case .timedOut(let timeout) = cancellation { text = "the handler did not finish within its timeout of \(timeout)" }
+            if case .leaseLost = cancellation { text = "the handler was cancelled: its claim's lease was lost (\(error))" }
+            text = DurableLimits.storedError(text)
+            outcome =
+                run.attempt >= configuration.maxAttempts
+                ? .park(error: text) : .retry(readyAt: now.addingSaturating(retryDelay(after: run.attempt)), error: text)
+        }
+        let ended: DurableTimerEvent.Outcome =
+            switch outcome {
+            case .delete, .advance: .completed
+            case .retry(_, let error): .retrying(attempt: run.attempt, error: error)
+            case .park(let error): .parked(error: error)
+            }
+        return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: ended))] + complete(key, run, Completion(outcome: outcome))
+    }
+
+    /// The write of a run's end (or of a release) came back.
+    mutating func writeEnded(_ key: StoredKey, token: String, result: WriteResult, now: Int64) -> [Action] {
+        switch occurrences[key]?.phase {
+        case .completing(let run, var completion)? where run.token == token:
+            switch result {
+            case .applied:
+                held.remove(key)
+                let next: Int64? =
+                    switch completion.outcome {
+                    case .advance(let due, _, _): due
+                    case .retry(let readyAt, _): readyAt
+                    case .delete, .park: nil
+                    }
+                return settle(key, readyAt: next) + checkDrained()
+            case .refused:
+                held.remove(key)
+                // Refused after a failed try: that try may have landed. Refused otherwise: the
+                // claim was lost (reported, unless a renewal did already), or the timer was
+                // replaced or removed meanwhile.
+                let lost = completion.failures == 0 && run.cancellation != .leaseLost && (completion.renewalRefused || now >= run.leaseUntil)
+                return (lost ? [.report(.leaseLost(key.string))] : []) + settle(key, readyAt: nil) + checkDrained()
+            case .failed(let error):
+                // Retried while the process lives: the write is fenced, and the key stays busy
+                // here, so this process never claims the occurrence again meanwhile.
+                completion.failures += 1
+                occurrences[key]!.phase = .completing(run, completion)
+                return [.report(error), .retryFinish(key, token: token, at: now.addingSaturating(completionRetryDelay(after: completion.failures)))]
+            }
+        case .releasing(let run)? where run.token == token:
+            var actions: [Action] = []
+            if case .failed(let error) = result { actions.append(.report(error)) }
+            return actions + settle(key, readyAt: nil) + checkDrained()
+        default:
+            return []
+        }
+    }
+
+    /// A failed write of a run's end is due to be tried again.
+    mutating func retryFinishDue(_ key: StoredKey, token: String) -> [Action] {
+        guard case .completing(let run, let completion)? = occurrences[key]?.phase, run.token == token else { return [] }
+        return [.finish(key, token: token, sequence: run.sequence, outcome: completion.outcome)]
+    }
+
+    /// The run's handler outlived its timeout (`description` says which): cancels its task.
+    mutating func timedOut(_ key: StoredKey, token: String, description: String) -> [Action] {
+        cancel(key, token: token, because: .timedOut(description))
+    }
+
+    // MARK: Renewing
+
+    /// The renewal tick: renews every held claim in one write, and arms the next tick while any
+    /// claim is held.
+    mutating func renewalDue(now: Int64) -> [Action] {
+        isRenewalArmed = false
+        guard !held.isEmpty else { return [] }
+        var actions = armRenewal(now: now)
+        guard !isRenewalInFlight else { return actions }
+        let claims = held.compactMap { key -> HeldClaim? in
+            switch occurrences[key]?.phase {
+            case .running(let run)?, .completing(let run, _)?: HeldClaim(key: key, token: run.token, sequence: run.sequence)
+            default: nil
+            }
+        }
+        isRenewalInFlight = true
+        actions.append(.renew(claims, leaseUntil: now.addingSaturating(configuration.lease)))
+        return actions
+    }
+
+    /// A renewal came back: `renewed` holds the keys whose lease it extended to `leaseUntil`. A
+    /// claim it found gone is lost: its run is cancelled. After a failure, a run whose lease has
+    /// passed is cancelled too (another runner may claim it), and the failure is reported.
+    mutating func renewalEnded(_ claims: [HeldClaim], leaseUntil: Int64, result: Result<Set<StoredKey>, DurableTimerError>, now: Int64) -> [Action] {
+        isRenewalInFlight = false
+        var actions: [Action] = []
+        if case .failure(let error) = result { actions.append(.report(error)) }
+        for claim in claims {
+            guard var occurrence = occurrences[claim.key] else { continue }
+            switch (occurrence.phase, result) {
+            case (.running(var run), .success(let renewed)) where run.token == claim.token:
+                if renewed.contains(claim.key) {
+                    run.leaseUntil = max(run.leaseUntil, leaseUntil)
+                    occurrence.phase = .running(run)
+                    occurrences[claim.key] = occurrence
+                } else {
+                    // Gone before its lease ended: replaced or removed. After: lost to another claim.
+                    let expired = now >= run.leaseUntil
+                    actions += cancel(claim.key, token: run.token, because: expired ? .leaseLost : .removed)
+                    if expired { actions.append(.report(.leaseLost(claim.key.string))) }
+                }
+            case (.completing(var run, var completion), .success(let renewed)) where run.token == claim.token:
+                if renewed.contains(claim.key) {
+                    run.leaseUntil = max(run.leaseUntil, leaseUntil)
+                } else {
+                    completion.renewalRefused = true
+                }
+                occurrence.phase = .completing(run, completion)
+                occurrences[claim.key] = occurrence
+            case (.running(let run), .failure) where run.token == claim.token && now >= run.leaseUntil && run.cancellation == nil:
+                actions += cancel(claim.key, token: run.token, because: .leaseLost)
+                actions.append(.report(.leaseLost(claim.key.string)))
+            default:
+                break
+            }
+        }
+        return actions
+    }
+
+    // MARK: Plumbing
+
+    private mutating func arm(_ key: StoredKey, readyAt: Int64, at instant: Int64) -> [Action] {
+        generations += 1
+        occurrences[key] = Occurrence(phase: .armed(readyAt: readyAt, generation: generations))
+        return [.arm(key, at: instant, generation: generations)]
+    }
+
+    /// The key is no longer busy: arms it at the earlier of `readyAt` (what the store said) and a
+    /// ready time learned meanwhile, or forgets it.
+    private mutating func settle(_ key: StoredKey, readyAt: Int64?, wakeAt: Int64? = nil) -> [Action] {
+        let deferred = occurrences[key]?.deferredReadyAt
+        occurrences[key] = nil
+        switch (readyAt, deferred) {
+        case (let readyAt?, let deferred?) where deferred < readyAt: return load(key, readyAt: deferred)
+        case (let readyAt?, _): return load(key, readyAt: readyAt, wakeAt: wakeAt)
+        case (nil, let deferred?): return load(key, readyAt: deferred)
+        case (nil, nil): return []
+        }
+    }
+
+    private mutating func complete(_ key: StoredKey, _ run: Run, _ completion: Completion) -> [Action] {
+        occurrences[key]!.phase = .completing(run, completion)
+        held.insert(key)
+        return [.finish(key, token: run.token, sequence: run.sequence, outcome: completion.outcome)]
+    }
+
+    private mutating func release(_ key: StoredKey, _ run: Run, now: Int64) -> [Action] {
+        occurrences[key]!.phase = .releasing(run)
+        return [.release(key, token: run.token, sequence: run.sequence, readyAt: run.isManual ? run.due : now)]
+    }
+
+    private mutating func cancel(_ key: StoredKey, token: String, because reason: Cancellation) -> [Action] {
+        guard var occurrence = occurrences[key], case .running(var run) = occurrence.phase, run.token == token, run.cancellation == nil else { return [] }
+        run.cancellation = reason
+        occurrence.phase = .running(run)
+        occurrences[key] = occurrence
+        return [.cancelHandler(key, token: token)]
+    }
+
+    private mutating func armRenewal(now: Int64) -> [Action] {
+        guard !isRenewalArmed else { return [] }
+        isRenewalArmed = true
+        return [.scheduleRenewal(at: now.addingSaturating(configuration.renewalPeriod))]
+    }
+
+    private mutating func checkDrained() -> [Action] {
+        guard lifecycle == .stopping, occurrences.isEmpty, !isClaimRoundInFlight else { return [] }
+        lifecycle = .stopped
+        return [.drained]
+    }
+
+    /// The wait before attempt `attempts + 1`: ``Configuration/retryDelay`` doubled per attempt
+    /// after the first, at most ``Configuration/maxRetryDelay``.
+    func retryDelay(after attempts: Int) -> Int64 {
+        let shift = Int64(min(max(attempts - 1, 0), 40))
+        return min(configuration.retryDelay.multipliedSaturating(by: 1 << shift), configuration.maxRetryDelay)
+    }
+
+    /// The wait before writing a run's end again after `failures` failed writes: 50 ms doubling,
+    /// at most a third of the lease (renewals keep the claim meanwhile) and 5 s.
+    func completionRetryDelay(after failures: Int) -> Int64 {
+        let shift = Int64(min(max(failures - 1, 0), 20))
+        return max(1_000_000, min(Int64(50_000_000).multipliedSaturating(by: 1 << shift), configuration.lease / 3, 5_000_000_000))
+    }
+}

@@ -1,0 +1,30 @@
+/// A durable timer's key as the stores compare it: by its UTF-8 bytes.
+///
+/// Swift's `String` compares by canonical equivalence, so `"café"` written with U+00E9 and with
+/// `e` + U+0301 are equal strings, while SQLite and PostgreSQL keep them as two keys. Every map the
+/// runner keeps by key uses this type, so that a key means the same timer in memory as in the
+/// store: NFC and NFD spellings are different keys everywhere (the durable-timers article says so).
+package struct StoredKey: Hashable, Sendable, CustomStringConvertible {
+    /// The key as given.
+    package let string: String
+
+    package init(_ string: String) {
+        var string = string
+        string.makeContiguousUTF8()
+        self.string = string
+    }
+
+    package static func == (lhs: StoredKey, rhs: StoredKey) -> Bool {
+        lhs.string.utf8.elementsEqual(rhs.string.utf8)
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        let utf8 = string.utf8
+        hasher.combine(utf8.count)
+        if utf8.withContiguousStorageIfAvailable({ hasher.combine(bytes: UnsafeRawBufferPointer($0)) }) == nil {
+            for byte in utf8 { hasher.combine(byte) }
+        }
+    }
+
+    package var description: String { string }
+}
