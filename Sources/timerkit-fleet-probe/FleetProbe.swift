@@ -6,7 +6,9 @@
 // URL is postgres://USER[:PASSWORD]@HOST:PORT/DATABASE. Registers the handler "fleet" (payload:
 // the due time in ns since 1970, as a string) and runs the namespace's timers on the database's
 // time. Each run appends "start KEY SEQUENCE ATTEMPT NAME LATENESS_NS" to LOG before it works and
-// "done KEY SEQUENCE NAME" after, each line in one write(2) to a file opened with O_APPEND. With
+// "done KEY SEQUENCE NAME" after, each line in one write(2) to a file opened with O_APPEND; a
+// --hang handler whose task is cancelled (its timer cancelled, its lease lost) appends
+// "cancelled KEY SEQUENCE NAME" and throws. With
 // --until-empty it exits once the namespace, having held timers, holds none; otherwise at SIGTERM or SIGINT.
 // --skew-ms pretends the host's clock is off by N ms: the runner's offset to the database absorbs it.
 import Foundation
@@ -64,7 +66,14 @@ enum FleetProbe {
             try await timers.register("fleet", payload: String.self) { due, fire in
                 let lateness = fire.firedAt.nanosecondsSince1970 - (Int64(due) ?? 0)
                 append("start \(fire.key) \(fire.sequence) \(fire.attempt) \(name) \(lateness)", to: log)
-                if hang { try await Task.sleep(for: .seconds(3600)) }
+                if hang {
+                    do {
+                        try await Task.sleep(for: .seconds(3600))
+                    } catch {
+                        append("cancelled \(fire.key) \(fire.sequence) \(name)", to: log)
+                        throw error
+                    }
+                }
                 if slow > 0 { try await Task.sleep(for: .milliseconds(slow)) }
                 append("done \(fire.key) \(fire.sequence) \(name)", to: log)
             }

@@ -1,6 +1,8 @@
 import Foundation
+import GRDB
 import Testing
-import TimerKitDurable
+
+@testable import TimerKitDurable
 
 #if canImport(Glibc)
 import Glibc
@@ -39,10 +41,11 @@ struct CrashTests {
     /// The built probe, beside the test bundle.
     static var probe: URL { builtExecutable("timerkit-durable-probe") }
 
-    func launch(_ database: TemporaryDatabase, log: String, hang: Bool = false) throws -> Process {
+    func launch(_ database: TemporaryDatabase, log: String, hang: Bool = false, arguments: [String] = []) throws -> Process {
         let process = Process()
         process.executableURL = Self.probe
-        process.arguments = [database.path, log] + (hang ? ["hang"] : [])
+        process.arguments = [database.path, log] + (hang ? ["hang"] : []) + arguments
+        process.standardError = FileHandle.nullDevice
         try process.run()
         return process
     }
@@ -114,5 +117,75 @@ struct CrashTests {
         // committed: only those run again.
         #expect(repeated <= kills * 8, "\(repeated) timers ran more than once")
         print("crash test: \(count) timers, \(kills) kills, \(log.starts.count) runs, \(repeated) timers ran more than once, none lost")
+    }
+
+    @Test(
+        "A handler that crashes its process (fatalError), maxAttempts 2: each relaunched process claims it once more, counted; after 2 starts the next claim parks it as crashed, and that process lives on"
+    )
+    func crashLoopIsParked() async throws {
+        let database = try TemporaryDatabase()
+        let logPath = database.folder.appendingPathComponent("log").path
+        try await store(database) { timers in try await timers.schedule(key: "poison", after: .zero, handler: "probe", payload: "x") }
+        var exits: [Int32] = []
+        for _ in 0..<6 {
+            let process = try launch(database, log: logPath, arguments: ["crash", "--max-attempts", "2"])
+            #expect(await ended(process))
+            exits.append(process.terminationStatus)
+            if process.terminationReason == .exit && process.terminationStatus == 0 { break }
+        }
+        let log = try Log(path: logPath)
+        #expect(log.starts.map(\.attempt) == [1, 2], "two starts, each a process that died: \(log.starts)")
+        #expect(exits.count == 3, "two crashes, then a process that parked it and exited by itself: \(exits)")
+        let timers = try DurableTimers(path: database.path)
+        try await timers.register("probe", payload: String.self) { _, _ in }
+        let parked = try #require(try await timers.timer(key: "poison"))
+        #expect(parked.state == .failed && parked.attempts == 3)
+        #expect(parked.lastError?.contains("its handler started 2 times without finishing") == true, "\(parked.lastError ?? "nil")")
+    }
+
+    @Test(
+        "Rows no release should have written — due at Int64.min (distantPast, 1600), in 1700, a 1 s grid from 1700, an unknown misfire policy, an unreadable rule, text in a number column: the runner parks each with its reason, runs the good one, and lives"
+    )
+    func badRowsAreParked() async throws {
+        let database = try TemporaryDatabase()
+        let logPath = database.folder.appendingPathComponent("log").path
+        try await store(database) { timers in try await timers.schedule(key: "good", after: .zero, handler: "probe", payload: "x") }
+        let year1700: Int64 = -8_520_336_000 * 1_000_000_000
+        try await DatabaseQueue(path: database.path).write { db in
+            func insert(
+                _ key: String, due: DatabaseValueConvertible, readyAt: Int64? = nil, interval: Int64? = nil, rule: String? = nil, misfire: String = "once"
+            ) throws {
+                try db.execute(
+                    sql: """
+                        INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence)
+                        VALUES ('default', ?, 'probe', CAST('"x"' AS BLOB), ?, ?, ?, ?, ?, 1000)
+                        """, arguments: [key, interval, rule, misfire, due, readyAt ?? due])
+            }
+            try insert("past", due: Int64.min)
+            try insert("1700", due: year1700)
+            try insert("grid-1700", due: year1700, interval: 1_000_000_000)
+            try insert("misfire", due: epoch, misfire: "sometimes:3")
+            try insert("rule", due: epoch, rule: "{\"weekdays\": \"often\"}")
+            try insert("text", due: "soon", readyAt: epoch)
+        }
+        let process = try launch(database, log: logPath)
+        #expect(await ended(process), "it parked them all and exited by itself")
+        #expect(process.terminationReason == .exit && process.terminationStatus == 0, "it did not crash")
+        let log = try Log(path: logPath)
+        #expect(log.starts.map(\.key) == ["good"] && log.done == ["good"])
+        let timers = try DurableTimers(path: database.path)
+        try await timers.register("probe", payload: String.self) { _, _ in }
+        let stored = try await timers.timers()
+        #expect(Set(stored.map(\.key)) == ["past", "1700", "grid-1700", "misfire", "rule", "text"], "never deleted")
+        #expect(stored.allSatisfy { $0.state == .failed && $0.lastError != nil })
+        let reasons = Dictionary(uniqueKeysWithValues: stored.map { ($0.key, $0.lastError ?? "") })
+        #expect(reasons["past"]?.contains("outside the dates durable timers keep") == true, "\(reasons)")
+        #expect(reasons["grid-1700"]?.contains("outside the dates durable timers keep") == true)
+        #expect(reasons["misfire"]?.contains("the misfire policy 'sometimes:3' is unknown") == true)
+        #expect(reasons["rule"]?.contains("calendar rule is in a form this version cannot read") == true)
+        #expect(reasons["text"]?.contains("due_ns holds") == true)
+        // A second process meets only parked rows: it lives and exits too.
+        let again = try launch(database, log: logPath)
+        #expect(await ended(again) && again.terminationStatus == 0)
     }
 }

@@ -128,4 +128,89 @@ struct DurableBadInputTests {
         #expect(throws: DurableTimerError.notACalendarClock("continuous")) { try DurableTimers(path: database.path, clock: .continuous) }
         #expect(throws: DurableTimerError.invalidKey("")) { try DurableTimers(path: database.path, namespace: "") }
     }
+
+    @Test(
+        "C17: dates outside 1970 ..< 2200, NaN and infinite ones, NUL and other control characters in keys, namespaces and handler names, and payloads over 1 MiB are refused with their errors; nothing is stored"
+    )
+    func outOfRangeInputs() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        let note = Note(text: "x")
+        func isInvalidDate(_ error: any Error) -> Bool { if case DurableTimerError.invalidDate = error { true } else { false } }
+        func isInvalidDuration(_ error: any Error) -> Bool { if case DurableTimerError.invalidDuration = error { true } else { false } }
+        for date in [
+            Date.distantPast, Date(timeIntervalSince1970: -11_676_096_000) /* 1600 */, Date(timeIntervalSince1970: -8_520_336_000) /* 1700 */,
+            Date(timeIntervalSince1970: -0.5), Date.distantFuture, DurableTimers.latestDate, Date(timeIntervalSince1970: .nan),
+            Date(timeIntervalSince1970: .infinity)
+        ] {
+            await #expect(performing: { try await timers.schedule(key: "k", at: date, handler: "note", payload: note) }, throws: isInvalidDate)
+            await #expect(
+                performing: { try await timers.schedule(key: "k", every: .seconds(1), first: date, handler: "note", payload: note) }, throws: isInvalidDate)
+            await #expect(performing: { try await timers.schedule([(key: "k", at: date, payload: note)], handler: "note") }, throws: isInvalidDate)
+        }
+        #expect(try await timers.schedule(key: "edge", at: DurableTimers.earliestDate, handler: "note", payload: note), "the range's first date is in it")
+        #expect(try await timers.timer(key: "edge")?.nextDeadline == DurableTimers.earliestDate, "and round-trips exactly")
+        await #expect(performing: { try await timers.reschedule(key: "edge", at: .distantFuture) }, throws: isInvalidDate)
+        await #expect(performing: { try await timers.postpone(key: "edge", by: .seconds(-1)) }, throws: isInvalidDuration)
+        await #expect(performing: { try await timers.postpone(key: "edge", by: .seconds(8_000_000_000)) }, throws: isInvalidDuration)
+        await #expect(
+            performing: { try await timers.schedule(key: "k", after: .seconds(8_000_000_000), handler: "note", payload: note) }, throws: isInvalidDuration)
+        await #expect(
+            performing: { try await timers.schedule(key: "k", every: .seconds(8_000_000_000), handler: "note", payload: note) }, throws: isInvalidDuration)
+        #expect(try await timers.count() == 1)
+
+        for key in ["a\u{0}b", "tab\there", "line\nbreak", "\u{7F}", String(repeating: "é", count: 257)] {
+            await #expect(throws: DurableTimerError.invalidKey(key)) { try await timers.schedule(key: key, at: at(1), handler: "note", payload: note) }
+            await #expect(throws: DurableTimerError.invalidKey(key)) { try await timers.register(key, payload: Note.self) { _, _ in } }
+            #expect(throws: DurableTimerError.invalidKey(key)) { try DurableTimers(path: database.path, namespace: key, clock: virtual.clock) }
+            #expect(try await timers.cancel(key: key) == .notFound)
+            #expect(try await timers.timer(key: key) == nil)
+        }
+        #expect(try await timers.schedule(key: String(repeating: "é", count: 256), at: at(1), handler: "note", payload: note), "512 bytes fit")
+        #expect(try await timers.schedule(key: "naïve ☃ 🎉 \"quoted\" back\\slash", at: at(1), handler: "note", payload: note), "any other character fits")
+        #expect(try await timers.timer(key: "naïve ☃ 🎉 \"quoted\" back\\slash") != nil)
+
+        let big = Note(text: String(repeating: "x", count: DurableTimers.maximumPayloadSize))
+        await #expect {
+            try await timers.schedule(key: "big", at: at(1), handler: "note", payload: big)
+        } throws: { error in
+            guard case DurableTimerError.payload(let key, let reason) = error else { return false }
+            return key == "big" && reason.contains("over the limit of 1048576")
+        }
+        #expect(try await timers.count() == 3)
+    }
+
+    @Test("C17: a fire whose deadline is centuries before its run reports a saturated lateness, never a trap")
+    func latenessSaturates() {
+        let fire = DurableFire(
+            namespace: "n", key: "k", scheduledDeadline: .distantPast, firedAt: .distantFuture, deadlineCount: 1, skippedDeadlineCount: 0, attempt: 1,
+            sequence: 1)
+        #expect(fire.lateness == .nanoseconds(Int64.max))
+        let early = DurableFire(
+            namespace: "n", key: "k", scheduledDeadline: .distantFuture, firedAt: .distantPast, deadlineCount: 0, skippedDeadlineCount: 0, attempt: 1,
+            sequence: 1)
+        #expect(early.lateness == .zero)
+    }
+
+    @Test(
+        "A handler's error is stored as text the store can keep: NUL becomes U+FFFD and a long one is cut to 4,096 bytes, on every store; the timer is parked with it",
+        arguments: StoreKind.allCases)
+    func errorTextIsKept(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.maxAttempts = 1 })
+        struct Weird: Error, CustomStringConvertible { var description: String { "nul\u{0}here " + String(repeating: "ü", count: 5_000) } }
+        try await timers.register("fail", payload: Note.self) { _, _ in throw Weird() }
+        await timers.start()
+        try await timers.schedule(key: "k", at: at(1), handler: "fail", payload: Note(text: "x"))
+        await virtual.advance(by: .seconds(1))
+        #expect(await eventually { (try? await timers.timer(key: "k"))?.state == .failed })
+        let error = try #require(try await timers.timer(key: "k")?.lastError)
+        #expect(error.hasPrefix("nul\u{FFFD}here ") && error.utf8.count <= DurableTimers.maximumErrorLength && error.hasSuffix("…"))
+        await timers.shutdown()
+        await store.close()
+    }
 }

@@ -416,11 +416,11 @@ final class AsyncGate: @unchecked Sendable {
 /// Polls `condition` every 5 ms for at most a minute: a liveness bound, not a speed claim. It
 /// returns as soon as the condition holds; under ThreadSanitizer on two cores, with the rest of the
 /// suite in parallel, a runner's first fire once took more than 10 s to be served.
-func eventually(_ condition: () throws -> Bool) async rethrows -> Bool {
+func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
     let end = ContinuousClock.now + .seconds(60)
     while ContinuousClock.now < end {
-        if try condition() { return true }
+        if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))
     }
-    return try condition()
+    return try await condition()
 }
