@@ -88,6 +88,14 @@ let package = Package(
             ]
                 + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : [])
         ),
+        // The runner's state machine against a seeded model of processes, a store and faults:
+        // 100,000 random sequences, so it is compiled with optimization even in debug builds (the
+        // model's own code; the machine is TimerKitDurable's).
+        .testTarget(
+            name: "TimerKitDurableModelTests",
+            dependencies: ["TimerKitDurable", "TimerKitTesting"],
+            swiftSettings: [.unsafeFlags(["-O"])]
+        ),
         .testTarget(
             name: "AsyncAlgorithmsInteropTests",
             dependencies: [

@@ -56,21 +56,6 @@ struct Note: Codable, Sendable, Equatable {
     var text: String
 }
 
-/// A seeded generator (SplitMix64), so that a random test repeats exactly.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9e37_79b9_7f4a_7c15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
-        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
-        return z ^ (z >> 31)
-    }
-}
-
 /// An executable of this package, built beside the test bundle (the probes the crash and fleet
 /// tests start).
 func builtExecutable(_ name: String) -> URL {

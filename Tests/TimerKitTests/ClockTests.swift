@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TimerKit
+import TimerKitTesting
 
 /// C1 and C2 on the system clocks, in real time.
 extension RealTime {

@@ -1,4 +1,5 @@
 import Testing
+import TimerKitTesting
 
 @testable import TimerKit
 

@@ -102,15 +102,15 @@ extension DurableTimers {
                 case .claim(let round, let token): spawn { await self.claim(round, token: token) }
                 case .start(let key, let start): startRun(key, start)
                 case .finish(let key, let token, let sequence, let outcome): finish(key, token: token, sequence: sequence, outcome: outcome)
-                case .retryFinish(let key, let token, let instant):
-                    schedule(at: instant) { runner in runner.transition { $0.retryFinishDue(key, token: token) } }
+                case .retryFinish(let key, let token, let delay):
+                    schedule(after: delay) { runner in runner.transition { $0.retryFinishDue(key, token: token) } }
                 case .release(let key, let token, let sequence, let readyAt):
                     spawn { await self.release(key, token: token, sequence: sequence, readyAt: readyAt) }
                 case .cancelHandler(let key, let token):
                     state.withLock { state in state.runs[key].flatMap { $0.token == token ? $0.task : nil } }?.cancel()
                 case .renew(let claims, let leaseUntil): spawn { await self.renew(claims, leaseUntil: leaseUntil) }
-                case .scheduleRenewal(let instant):
-                    let callback = schedule(at: instant) { runner in runner.transition { $0.renewalDue(now: runner.context.now()) } }
+                case .scheduleRenewal(let delay):
+                    let callback = schedule(after: delay) { runner in runner.transition { $0.renewalDue(now: runner.context.now()) } }
                     state.withLock { $0.renewal = callback }
                 case .report(let error): context.options.onError(error)
                 case .event(let event): context.options.onEvent(event)
@@ -225,10 +225,22 @@ extension DurableTimers {
             replaced?.cancel()
         }
 
-        /// Runs `body` on the runner's executor, unless the clock has shut down.
+        /// Runs `body` on the runner's executor at the store-time instant `instant`, unless the
+        /// clock has shut down.
         @discardableResult
         func schedule(at instant: Int64, _ body: @escaping @Sendable (Runner) -> Void) -> ScheduledCallback? {
             try? context.clock.schedule(at: .at(context.hostInstant(instant))) { [weak self] in
+                guard let self else { return }
+                self.spawn { body(self) }
+            }
+        }
+
+        /// Runs `body` on the runner's executor `delay` nanoseconds from now on a monotonic clock
+        /// (the continuous one; a virtual clock in tests), unless the clock has shut down.
+        @discardableResult
+        func schedule(after delay: Int64, _ body: @escaping @Sendable (Runner) -> Void) -> ScheduledCallback? {
+            let clock = context.clock.kind == .virtual ? context.clock : TimerClock.continuous
+            return try? clock.schedule(at: .after(.nanoseconds(max(delay, 0)))) { [weak self] in
                 guard let self else { return }
                 self.spawn { body(self) }
             }

@@ -87,8 +87,10 @@ extension RunnerStateMachine {
         case running(Run)
         /// The handler ended; its outcome is being written.
         case completing(Run, Completion)
-        /// The claim is being given back (shutdown, a handler not registered here, a removal).
-        case releasing(Run)
+        /// The claim is being given back (shutdown, a handler not registered here, a removal),
+        /// ready again at `readyAt`; `failures` failed tries so far (each retried, as a
+        /// completion is).
+        case releasing(Run, readyAt: Int64, failures: Int)
     }
 
     /// One key's state in this process: there is at most one per key, so no key is ever claimed
@@ -100,6 +102,10 @@ extension RunnerStateMachine {
         var deferredReadyAt: Int64?
         /// The timer was removed while the key was busy.
         var isRemoved = false
+        /// Claims in a row that the store refused although the key was ready by this runner's
+        /// clock (another claim was writing the row, or the clocks disagree): each waits twice
+        /// as long before the next, from 5 ms up to 1.28 s.
+        var refusals = 0
     }
 
     /// A key in a claim round.
@@ -165,16 +171,17 @@ extension RunnerStateMachine {
         case start(StoredKey, Start)
         /// Write a run's end, fenced by its token and sequence.
         case finish(StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome)
-        /// Write a run's end again at `at`: the last write failed.
-        case retryFinish(StoredKey, token: String, at: Int64)
+        /// Write a run's end (or its release) again `after` nanoseconds: the last write failed.
+        case retryFinish(StoredKey, token: String, after: Int64)
         /// Give a claim back without using up its attempt, ready again at `readyAt`.
         case release(StoredKey, token: String, sequence: Int64, readyAt: Int64)
         /// Cancel the task running the key's handler.
         case cancelHandler(StoredKey, token: String)
         /// Extend every held claim's lease to `leaseUntil`, in one write.
         case renew([HeldClaim], leaseUntil: Int64)
-        /// Arm the next renewal tick at `at`.
-        case scheduleRenewal(at: Int64)
+        /// Arm the next renewal tick `after` nanoseconds (a span: on a monotonic clock, so that a
+        /// step of the wall clock cannot delay a renewal past the lease).
+        case scheduleRenewal(after: Int64)
         case report(DurableTimerError)
         case event(DurableTimerEvent)
         /// The runner is stopping and holds nothing any more: shutdown can return.

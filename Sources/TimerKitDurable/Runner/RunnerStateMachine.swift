@@ -254,9 +254,13 @@ struct RunnerStateMachine: Sendable {
             case .notReady(let readyAt):
                 slotsTaken -= 1
                 // Held by another runner (watch it: it runs here if that runner dies), or moved. A
-                // row another claim is writing right now reads as ready: look again shortly rather
-                // than at once.
-                actions += settle(entry.key, readyAt: readyAt, wakeAt: max(readyAt, now.addingSaturating(5_000_000)))
+                // ready time the store refuses although it has come by this runner's clock — a row
+                // another claim is writing right now, or a clock that runs ahead of the store's —
+                // is tried again shortly, backing off: never a claim every few milliseconds.
+                let refusals = readyAt <= now ? (occurrences[entry.key]?.refusals ?? 0) + 1 : 0
+                let wakeAt = refusals > 0 ? now.addingSaturating(5_000_000 << Int64(min(refusals - 1, 8))) : readyAt
+                actions += settle(entry.key, readyAt: readyAt, wakeAt: wakeAt)
+                if refusals > 0, case .armed? = occurrences[entry.key]?.phase { occurrences[entry.key]!.refusals = refusals }
             case .gone:
                 slotsTaken -= 1
                 actions += settle(entry.key, readyAt: nil)
@@ -274,7 +278,10 @@ struct RunnerStateMachine: Sendable {
         var run = Run(
             token: token, sequence: record.sequence, handler: record.handler, attempt: record.attempts,
             leaseUntil: record.leaseUntil ?? now.addingSaturating(configuration.lease), isManual: isManual, due: record.due, next: .delete)
-        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler) else {
+        // Not run: during a shutdown, when removed meanwhile, for a handler not registered here,
+        // and when the claim's lease has passed by the time its answer arrives (the process was
+        // suspended in between: another runner may hold the occurrence now).
+        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler), now < run.leaseUntil else {
             slotsTaken -= 1
             return release(key, run, now: now)
         }
@@ -294,7 +301,7 @@ struct RunnerStateMachine: Sendable {
         run.next = plan.next
         occurrences[key]!.phase = .running(run)
         held.insert(key)
-        return [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))] + armRenewal(now: now)
+        return [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))] + armRenewal()
     }
 
     // MARK: Running and completing
@@ -365,21 +372,29 @@ struct RunnerStateMachine: Sendable {
                 // here, so this process never claims the occurrence again meanwhile.
                 completion.failures += 1
                 occurrences[key]!.phase = .completing(run, completion)
-                return [.report(error), .retryFinish(key, token: token, at: now.addingSaturating(completionRetryDelay(after: completion.failures)))]
+                return [.report(error), .retryFinish(key, token: token, after: completionRetryDelay(after: completion.failures))]
             }
-        case .releasing(let run)? where run.token == token:
-            var actions: [Action] = []
-            if case .failed(let error) = result { actions.append(.report(error)) }
-            return actions + settle(key, readyAt: nil) + checkDrained()
+        case .releasing(let run, let readyAt, var failures)? where run.token == token:
+            guard case .failed(let error) = result else { return settle(key, readyAt: nil) + checkDrained() }
+            // Retried while the process lives, so that a claim is not left to wait out its lease.
+            failures += 1
+            occurrences[key]!.phase = .releasing(run, readyAt: readyAt, failures: failures)
+            return [.report(error), .retryFinish(key, token: token, after: completionRetryDelay(after: failures))]
         default:
             return []
         }
     }
 
-    /// A failed write of a run's end is due to be tried again.
+    /// A failed write of a run's end (or of its release) is due to be tried again.
     mutating func retryFinishDue(_ key: StoredKey, token: String) -> [Action] {
-        guard case .completing(let run, let completion)? = occurrences[key]?.phase, run.token == token else { return [] }
-        return [.finish(key, token: token, sequence: run.sequence, outcome: completion.outcome)]
+        switch occurrences[key]?.phase {
+        case .completing(let run, let completion)? where run.token == token:
+            return [.finish(key, token: token, sequence: run.sequence, outcome: completion.outcome)]
+        case .releasing(let run, let readyAt, _)? where run.token == token:
+            return [.release(key, token: token, sequence: run.sequence, readyAt: readyAt)]
+        default:
+            return []
+        }
     }
 
     /// The run's handler outlived its timeout (`description` says which): cancels its task.
@@ -394,7 +409,7 @@ struct RunnerStateMachine: Sendable {
     mutating func renewalDue(now: Int64) -> [Action] {
         isRenewalArmed = false
         guard !held.isEmpty else { return [] }
-        var actions = armRenewal(now: now)
+        var actions = armRenewal()
         guard !isRenewalInFlight else { return actions }
         let claims = held.compactMap { key -> HeldClaim? in
             switch occurrences[key]?.phase {
@@ -474,8 +489,9 @@ struct RunnerStateMachine: Sendable {
     }
 
     private mutating func release(_ key: StoredKey, _ run: Run, now: Int64) -> [Action] {
-        occurrences[key]!.phase = .releasing(run)
-        return [.release(key, token: run.token, sequence: run.sequence, readyAt: run.isManual ? run.due : now)]
+        let readyAt = run.isManual ? run.due : now
+        occurrences[key]!.phase = .releasing(run, readyAt: readyAt, failures: 0)
+        return [.release(key, token: run.token, sequence: run.sequence, readyAt: readyAt)]
     }
 
     private mutating func cancel(_ key: StoredKey, token: String, because reason: Cancellation) -> [Action] {
@@ -486,10 +502,10 @@ struct RunnerStateMachine: Sendable {
         return [.cancelHandler(key, token: token)]
     }
 
-    private mutating func armRenewal(now: Int64) -> [Action] {
+    private mutating func armRenewal() -> [Action] {
         guard !isRenewalArmed else { return [] }
         isRenewalArmed = true
-        return [.scheduleRenewal(at: now.addingSaturating(configuration.renewalPeriod))]
+        return [.scheduleRenewal(after: configuration.renewalPeriod)]
     }
 
     private mutating func checkDrained() -> [Action] {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A durable timer's key as the stores compare it: by its UTF-8 bytes.
 ///
 /// Swift's `String` compares by canonical equivalence, so `"café"` written with U+00E9 and with
@@ -15,7 +17,15 @@ package struct StoredKey: Hashable, Sendable, CustomStringConvertible {
     }
 
     package static func == (lhs: StoredKey, rhs: StoredKey) -> Bool {
-        lhs.string.utf8.elementsEqual(rhs.string.utf8)
+        let (left, right) = (lhs.string.utf8, rhs.string.utf8)
+        guard left.count == right.count else { return false }
+        // Both are contiguous (made so at init): one memcmp.
+        let equal = left.withContiguousStorageIfAvailable { left in
+            right.withContiguousStorageIfAvailable { right in
+                left.count == 0 || memcmp(left.baseAddress!, right.baseAddress!, left.count) == 0
+            }
+        }
+        return (equal ?? nil) ?? left.elementsEqual(right)
     }
 
     package func hash(into hasher: inout Hasher) {

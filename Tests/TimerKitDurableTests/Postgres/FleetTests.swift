@@ -1,5 +1,6 @@
 #if canImport(TimerKitPostgres)
 import Foundation
+import PostgresNIO
 import Testing
 @testable import TimerKit
 @testable import TimerKitDurable
@@ -28,6 +29,8 @@ struct FleetTests {
 
         var starts: [Start] = []
         var done: [(key: String, instance: String)] = []
+        /// Runs whose handler's task was cancelled (a `--hang` probe's).
+        var cancelled: [(key: String, instance: String)] = []
 
         init(path: String) {
             let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
@@ -37,6 +40,8 @@ struct FleetTests {
                     starts.append(Start(key: fields[1], sequence: sequence, attempt: attempt, instance: fields[4], lateness: lateness))
                 } else if fields.first == "done", fields.count == 4 {
                     done.append((fields[1], fields[3]))
+                } else if fields.first == "cancelled", fields.count == 4 {
+                    cancelled.append((fields[1], fields[3]))
                 }
             }
         }
@@ -58,6 +63,8 @@ struct FleetTests {
     final class Fleet: @unchecked Sendable {
         let namespace = "fleet-\(UUID().uuidString.prefix(8))"
         let folder: TemporaryDatabase
+        /// The database the instances use: the test server's, or one a test made for itself.
+        var url: String? = TestServer.url
         var log: String { folder.folder.appendingPathComponent("log").path }
         var processes: [String: Process] = [:]
 
@@ -69,7 +76,7 @@ struct FleetTests {
         func launch(_ name: String, _ arguments: [String] = []) throws {
             let process = Process()
             process.executableURL = Self.probe
-            process.arguments = [try TestServer.url ?? { throw TestServer.Missing() }(), namespace, log, name, "--until-empty"] + arguments
+            process.arguments = [try url ?? { throw TestServer.Missing() }(), namespace, log, name, "--until-empty"] + arguments
             _ = FileManager.default.createFile(atPath: errors(of: name), contents: nil)
             process.standardError = FileHandle(forWritingAtPath: errors(of: name))
             try process.run()
@@ -100,7 +107,7 @@ struct FleetTests {
         /// Schedules `count` one-shots for the probes' handler, due over `spread` from `start`,
         /// through a runner of this test that never starts.
         func schedule(_ count: Int, from start: Date, over spread: Duration) async throws -> [String] {
-            let timers = try await DurableTimers(postgres: try TestServer.configuration(), namespace: namespace)
+            let timers = try await DurableTimers(postgres: try configuration(), namespace: namespace)
             try await timers.register("fleet", payload: String.self) { _, _ in }
             let spreadNanoseconds = spread.saturatingNanoseconds
             let batch = (0..<count).map { index -> (key: String, at: Date, payload: String) in
@@ -114,8 +121,13 @@ struct FleetTests {
         }
 
         func remaining() async throws -> Int {
-            let timers = try await DurableTimers(postgres: try TestServer.configuration(), namespace: namespace)
+            let timers = try await DurableTimers(postgres: try configuration(), namespace: namespace)
             return try await timers.count()
+        }
+
+        func configuration() throws -> PostgresClient.Configuration {
+            guard let url, let configuration = PostgresURL.configuration(url) else { throw TestServer.Missing() }
+            return configuration
         }
     }
 
@@ -263,6 +275,65 @@ struct FleetTests {
             "runs of duplicated keys: \(log.starts.filter { log.duplicates.contains($0.key) }.prefix(8)); \(fleet.reports(of: ["ahead", "behind", "true"]))")
         #expect(log.starts.allSatisfy { $0.lateness >= 0 }, "never early by the database's clock")
         #expect(errors.contains("ms off the database's"), "the skewed host was reported")
+    }
+
+    @Test(
+        "cancel(key:) of timers running on another instance: each answer is cancelledWhileRunning, and that instance's handlers are cancelled (NOTIFY, or its next renewal); none runs again"
+    )
+    func cancelWhileRunningOnAnotherInstance() async throws {
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        try fleet.launch("a", ["--hang", "--lease-ms", "3000"])
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(10, from: Date(), over: .zero)
+        #expect(await eventually { Log(path: fleet.log).starts.count == keys.count }, "the instance runs all ten")
+        let timers = try await DurableTimers(postgres: try fleet.configuration(), namespace: fleet.namespace)
+        var outcomes: [DurableTimers.CancelOutcome] = []
+        for key in keys { outcomes.append(try await timers.cancel(key: key)) }
+        #expect(outcomes == Array(repeating: .cancelledWhileRunning, count: keys.count))
+        #expect(await eventually { Log(path: fleet.log).cancelled.count == keys.count }, "every handler's task was cancelled: \(fleet.reports(of: ["a"]))")
+        #expect(
+            await fleet.ended(within: .seconds(40)),
+            "the namespace is empty: \(fleet.reports(of: ["a"])) \((try? String(contentsOfFile: fleet.log, encoding: .utf8)) ?? "")")
+        let log = Log(path: fleet.log)
+        #expect(log.starts.count == keys.count && log.done.isEmpty, "none ran again, none ran to its end")
+    }
+
+    @Test(
+        "A completion the database delays past the lease (a statement trigger on DELETE that sleeps 2.5 s, lease 1 s): the lease is renewed until the end is written; 2 instances, 0 duplicates"
+    )
+    func completionDelayedByTheDatabase() async throws {
+        let admin = PostgresClient(configuration: try TestServer.configuration())
+        let running = Task { await admin.run() }
+        defer { running.cancel() }
+        // A database of its own: the trigger slows no other test's deletes.
+        let name = "timerkit_slow_\(UUID().uuidString.prefix(8).lowercased())"
+        try await admin.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"))
+        let fleet = try Fleet()
+        defer { fleet.stopAll() }
+        fleet.url = try #require(TestServer.url).replacingOccurrences(of: "/postgres", with: "/\(name)")
+        // The schema, then the trigger on it.
+        _ = try await fleet.remaining()
+        var slowConfiguration = try TestServer.configuration()
+        slowConfiguration.database = name
+        let slow = PostgresClient(configuration: slowConfiguration)
+        let slowRunning = Task { await slow.run() }
+        try await slow.query(
+            PostgresQuery(
+                unsafeSQL: "CREATE FUNCTION timerkit_test_slow() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM pg_sleep(2.5); RETURN NULL; END $$"))
+        try await slow.query(
+            PostgresQuery(unsafeSQL: "CREATE TRIGGER slow_delete BEFORE DELETE ON timerkit_timers FOR EACH STATEMENT EXECUTE FUNCTION timerkit_test_slow()"))
+        slowRunning.cancel()
+        for name in ["a", "b"] { try fleet.launch(name, ["--lease-ms", "1000"]) }
+        try await Task.sleep(for: .milliseconds(500))
+        let keys = try await fleet.schedule(20, from: Date().addingTimeInterval(1), over: .milliseconds(200))
+        #expect(await fleet.ended(), "the fleet emptied the namespace")
+        let log = Log(path: fleet.log)
+        print("fleet slow completion: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates")
+        #expect(
+            log.duplicates.isEmpty && log.missing(keys).isEmpty,
+            "runs of duplicated keys: \(log.starts.filter { log.duplicates.contains($0.key) }.prefix(8)); \(fleet.reports(of: ["a", "b"]))")
+        try await admin.query(PostgresQuery(unsafeSQL: "DROP DATABASE \(name) WITH (FORCE)"))
     }
 }
 #endif
