@@ -157,6 +157,8 @@ struct ModelCall {
 
     var process: Int
     var kind: Kind
+    /// When it was sent (true time).
+    var sentAt: Int64
     /// When the store applies it (true time).
     var at: Int64
     /// Whether it fails: not applied, or (`isApplied`) applied with its answer lost.
@@ -166,7 +168,7 @@ struct ModelCall {
 
 /// An answer waiting for its process (which may be frozen).
 enum ModelAnswer {
-    case claimed([Machine.QueuedClaim], token: String, results: [StoredKey: Machine.ClaimResult], failed: Bool)
+    case claimed([Machine.QueuedClaim], token: String, results: [StoredKey: Machine.ClaimResult], failed: Bool, sentAt: Int64)
     case wrote(StoredKey, token: String, Machine.WriteResult)
     case renewed([Machine.HeldClaim], leaseUntil: Int64, Result<Set<StoredKey>, DurableTimerError>)
 }

@@ -162,9 +162,10 @@ struct ModelWorld {
             let answer = processes[index].answers.removeFirst()
             progress = true
             switch answer {
-            case .claimed(let round, let token, let results, let failed):
+            case .claimed(let round, let token, let results, let failed, let sentAt):
+                let elapsed = now - sentAt
                 transition(index, "claim round \(token) ended") {
-                    $0.claimRoundEnded(round, token: token, results: results, failure: failed ? .store(reason: "model") : nil, now: reading)
+                    $0.claimRoundEnded(round, token: token, results: results, failure: failed ? .store(reason: "model") : nil, now: reading, elapsed: elapsed)
                 }
             case .wrote(let key, let token, let result):
                 transition(index, "write of \(key) \(token): \(result)") { $0.writeEnded(key, token: token, result: result, now: reading) }
@@ -309,7 +310,7 @@ struct ModelWorld {
             delay += Int64.random(in: 0...(3 * ModelSettings.lease), using: &random)
         default: break
         }
-        calls.append(ModelCall(process: index, kind: kind, at: now + delay, fails: failing, isApplied: failing && Bool.random(using: &random)))
+        calls.append(ModelCall(process: index, kind: kind, sentAt: now, at: now + delay, fails: failing, isApplied: failing && Bool.random(using: &random)))
     }
 
     mutating func apply(_ call: ModelCall) {
@@ -324,7 +325,7 @@ struct ModelWorld {
                 results[entry.key] = call.fails ? .failed : result
                 if call.fails, case .claimed = result { unanswered.insert("\(token)|\(entry.key)") }
             }
-            answer = .claimed(round, token: token, results: results, failed: call.fails)
+            answer = .claimed(round, token: token, results: results, failed: call.fails, sentAt: call.sentAt)
         case .finish(let key, let token, let sequence, let outcome):
             let changed = applies && store.finish(key.string, owner: token, sequence: sequence, outcome: outcome)
             if changed { notify(key.string, from: call.process) }
@@ -350,206 +351,6 @@ struct ModelWorld {
             transition(index, "notice: \(key) ready at \(row.readyAt)") { machine in
                 machine.loaded(until: reading + ModelSettings.horizon)
                 return machine.load(StoredKey(key), readyAt: row.readyAt, handler: "h")
-            }
-        }
-    }
-
-    // MARK: Events
-
-    mutating func startProcess() {
-        let process = ModelProcess(id: processes.count)
-        _ = process.machine.start()
-        process.timers.append(.init(at: now + ModelSettings.horizon / 2, timer: .refill))
-        processes.append(process)
-        note("p\(process.id) starts")
-        refill(processes.count - 1)
-    }
-
-    mutating func refill(_ index: Int?) {
-        guard let index, processes[index].isAlive else { return }
-        let reading = processes[index].reading(now)
-        let until = reading + ModelSettings.horizon
-        let ready = store.rows.filter { !$0.value.parked && $0.value.readyAt <= until }.map { ($0.key, $0.value.readyAt) }.sorted { $0.0 < $1.0 }
-        transition(index, "refill") { machine in
-            machine.loaded(until: until)
-            return ready.flatMap { machine.load(StoredKey($0.0), readyAt: $0.1) }
-        }
-    }
-
-    mutating func schedule() {
-        keyNumber += 1
-        let key = "k\(keyNumber)"
-        let interval: Int64? = Int.random(in: 0..<4, using: &random) == 0 ? Int64.random(in: 1_000...8_000, using: &random) * ModelSettings.millisecond : nil
-        store.put(key, due: now + Int64.random(in: 0...(3 * ModelSettings.lease), using: &random), interval: interval)
-        if interval == nil { oneShots.insert(key) }
-        note("schedule \(key)\(interval.map { " every \($0)" } ?? "")")
-        notify(key, from: -1)
-    }
-
-    mutating func crash() {
-        guard let index = anyLiveProcess() else { return }
-        end(index, "crashes")
-        startProcess()
-    }
-
-    /// The process is gone (crashed, or exited): what it held waits for its leases.
-    mutating func end(_ index: Int, _ why: String) {
-        note("p\(processes[index].id) \(why)")
-        processes[index].isAlive = false
-        processes[index].faults.append(now...Int64.max)
-        processes[index].handlers = [:]
-        processes[index].answers = []
-        processes[index].timers = []
-        processes[index].wakeUps = [:]
-    }
-
-    mutating func freeze() {
-        guard let index = anyLiveProcess() else { return }
-        let until = now + Int64.random(in: (ModelSettings.lease / 2)...(3 * ModelSettings.lease), using: &random)
-        processes[index].frozenUntil = max(processes[index].frozenUntil, until)
-        processes[index].faults.append(now...until)
-        note("p\(processes[index].id) frozen until \(until)")
-    }
-
-    mutating func failCalls() {
-        guard let index = anyLiveProcess() else { return }
-        let until = now + Int64.random(in: (100 * ModelSettings.millisecond)...(3 * ModelSettings.lease), using: &random)
-        processes[index].failingUntil = max(processes[index].failingUntil, until)
-        processes[index].faults.append(now...until)
-        note("p\(processes[index].id) store calls fail until \(until)")
-    }
-
-    mutating func slowWrites() {
-        guard let index = anyLiveProcess() else { return }
-        processes[index].slowWritesUntil = now + Int64.random(in: ModelSettings.lease...(4 * ModelSettings.lease), using: &random)
-        note("p\(processes[index].id) writes slow until \(processes[index].slowWritesUntil)")
-    }
-
-    mutating func stepClock() {
-        guard let index = anyLiveProcess() else { return }
-        processes[index].skew += Int64.random(in: -(2 * ModelSettings.lease)...(2 * ModelSettings.lease), using: &random)
-        note("p\(processes[index].id) clock off by \(processes[index].skew)")
-    }
-
-    mutating func shutdown() {
-        guard let index = anyLiveProcess(), !processes[index].isShuttingDown else { return }
-        processes[index].isShuttingDown = true
-        processes[index].timers.append(.init(at: now + Int64.random(in: 0...(2 * ModelSettings.lease), using: &random), timer: .graceExpired))
-        transition(index, "shutdown") { $0.stop() }
-        startProcess()
-    }
-
-    mutating func cancel() {
-        guard let key = store.rows.keys.sorted().randomElement(using: &random) else { return }
-        store.rows[key] = nil
-        cancelled.insert(key)
-        note("cancel \(key)")
-        for index in processes.indices where processes[index].isAlive && Bool.random(using: &random) {
-            transition(index, "removed: \(key)") { $0.removed(StoredKey(key)) }
-        }
-    }
-
-    mutating func fireManually() {
-        guard let index = anyLiveProcess(), let key = store.rows.keys.sorted().randomElement(using: &random) else { return }
-        transition(index, "fire \(key)") { $0.fireManually(StoredKey(key)).actions }
-    }
-
-    mutating func drained(_ index: Int) {
-        let owner = processes[index].owner + "/"
-        for (key, row) in store.rows where row.owner?.hasPrefix(owner) == true && !unanswered.contains("\(row.owner!)|\(key)") {
-            if let lease = row.leaseUntil, lease > now {
-                violations.append("p\(processes[index].id) drained while \(key) is still claimed by \(row.owner!) until \(lease)")
-            }
-        }
-        end(index, "shut down, drained")
-        processes[index].faults.removeLast()  // a clean exit: nothing held
-    }
-
-    mutating func anyLiveProcess() -> Int? {
-        processes.indices.filter { processes[$0].isAlive && !processes[$0].isShuttingDown }.randomElement(using: &random)
-    }
-
-    /// Records an event for a violation's report, when tracing.
-    func note(_ event: @autoclosure () -> String) {
-        tracer?.lines.append("\(now): \(event())")
-    }
-
-    // MARK: Checks
-
-    /// What holds after every transition: slots within bounds, held claims consistent.
-    mutating func checkAlways(_ index: Int) {
-        let machine = processes[index].machine
-        var claiming = 0
-        var running = 0
-        for occurrence in machine.occurrences.values {
-            switch occurrence.phase {
-            case .claiming: claiming += 1
-            case .running: running += 1
-            default: break
-            }
-        }
-        if machine.slotsTaken != claiming + running || machine.slotsTaken > 2 || machine.slotsTaken < 0 {
-            violations.append("p\(processes[index].id): \(machine.slotsTaken) slots taken for \(claiming) claiming and \(running) running")
-        }
-        for key in machine.held {
-            switch machine.occurrences[key]?.phase {
-            case .running?, .completing?: break
-            default: violations.append("p\(processes[index].id) holds \(key) in phase \(String(describing: machine.occurrences[key]?.phase))")
-            }
-        }
-    }
-
-    /// Nothing is in flight but the work of repeating timers: no call, handler or occurrence of a
-    /// one-shot past `armed`.
-    var isQuiet: Bool {
-        let repeating = Set(store.rows.filter { $0.value.interval != nil }.keys)
-        return calls.allSatisfy { call in
-            switch call.kind {
-            case .claim(let round, _, _): round.allSatisfy { repeating.contains($0.key.string) }
-            case .finish(let key, _, _, _), .release(let key, _, _, _): repeating.contains(key.string)
-            case .renew: true
-            }
-        }
-            && processes.allSatisfy { process in
-                !process.isAlive
-                    || process.machine.occurrences.allSatisfy { key, occurrence in
-                        if case .armed = occurrence.phase { return true }
-                        return repeating.contains(key.string)
-                    }
-            }
-    }
-
-    /// After healing and a long quiet: every timer ran, was parked or cancelled; nothing is stuck.
-    mutating func checkEventually(repeatingAtStart: [String: Int64]) {
-        for (key, row) in store.rows where !row.parked {
-            if row.interval == nil {
-                violations.append("one-shot \(key) is still pending after the quiet (ready at \(row.readyAt), owner \(row.owner ?? "none"))")
-            } else if let sequence = repeatingAtStart[key], sequence == row.sequence, row.owner == nil,
-                row.readyAt < now - ModelSettings.horizon / 2 - 2 * ModelSettings.lease,
-                !processes.contains(where: { $0.isAlive && $0.machine.occurrences[StoredKey(key)] != nil })
-            {
-                // Ready for longer than a refill period (and a lease) during the quiet, not run, and
-                // forgotten: no live process has it armed, or waiting for a handler slot.
-                violations.append("repeating \(key) did not fire during the quiet: ready at \(row.readyAt)")
-            }
-        }
-        for key in oneShots where store.rows[key] == nil && !cancelled.contains(key) && !completedKeys.contains(key) {
-            violations.append("one-shot \(key) is gone without a run that returned")
-        }
-        for process in processes where process.isAlive {
-            let machine = process.machine
-            let callsInFlight = calls.contains { $0.process == process.id } || !process.answers.isEmpty
-            for (key, occurrence) in machine.occurrences {
-                let stuck: Bool
-                switch occurrence.phase {
-                case .armed: stuck = false
-                case .queued: stuck = machine.slotsTaken < 2 && !machine.isClaimRoundInFlight
-                case .claiming: stuck = !callsInFlight
-                case .running: stuck = process.handlers[key] == nil
-                case .completing, .releasing:
-                    stuck = !callsInFlight && !process.timers.contains { if case .retryFinish(key, _) = $0.timer { true } else { false } }
-                }
-                if stuck { violations.append("p\(process.id) is stuck with \(key) in phase \(occurrence.phase) after the quiet") }
             }
         }
     }

@@ -39,6 +39,13 @@ extension DurableTimers {
             /// The durable clock's reading (the store's time), in nanoseconds since 1970.
             func now() -> Int64 { clock.now.nanoseconds.addingSaturating(store.hostSkew).addingSaturating(store.clockOffset) }
 
+            /// A monotonic reading, in nanoseconds: the continuous clock's (a virtual clock's in
+            /// tests), for spans that a step of the wall clock must not distort.
+            func monotonicNow() -> Int64 { monotonicClock.now.nanoseconds }
+
+            /// The continuous clock, or a virtual clock itself.
+            var monotonicClock: TimerClock { clock.kind == .virtual ? clock : .continuous }
+
             /// The instant on the runner's clock at which the store's clock reads `storeTime`.
             func hostInstant(_ storeTime: Int64) -> TimerInstant {
                 TimerInstant(kind: clock.kind, nanoseconds: storeTime.addingSaturating(-store.clockOffset.clamped).addingSaturating(-store.hostSkew.clamped))
@@ -239,8 +246,7 @@ extension DurableTimers {
         /// (the continuous one; a virtual clock in tests), unless the clock has shut down.
         @discardableResult
         func schedule(after delay: Int64, _ body: @escaping @Sendable (Runner) -> Void) -> ScheduledCallback? {
-            let clock = context.clock.kind == .virtual ? context.clock : TimerClock.continuous
-            return try? clock.schedule(at: .after(.nanoseconds(max(delay, 0)))) { [weak self] in
+            try? context.monotonicClock.schedule(at: .after(.nanoseconds(max(delay, 0)))) { [weak self] in
                 guard let self else { return }
                 self.spawn { body(self) }
             }

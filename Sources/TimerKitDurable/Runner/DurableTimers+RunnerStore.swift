@@ -13,6 +13,7 @@ extension DurableTimers.Runner {
     /// and hands every key's answer to the machine.
     func claim(_ round: [Machine.QueuedClaim], token: String) async {
         let (store, namespace) = (context.store, context.namespace)
+        let began = context.monotonicNow()
         let now = context.now()
         let leaseUntil = now.addingSaturating(context.options.lease.saturatingNanoseconds)
         var results: [StoredKey: Machine.ClaimResult] = [:]
@@ -42,7 +43,8 @@ extension DurableTimers.Runner {
             }
         }
         let ended = context.now()
-        transition { $0.claimRoundEnded(round, token: token, results: results, failure: failure, now: ended) }
+        let elapsed = began.duration(to: context.monotonicNow())
+        transition { $0.claimRoundEnded(round, token: token, results: results, failure: failure, now: ended, elapsed: elapsed) }
     }
 
     // MARK: Ends of runs

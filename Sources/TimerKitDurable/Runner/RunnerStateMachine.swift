@@ -1,5 +1,9 @@
 import Foundation
 
+// Over 400 lines, on purpose: every transition of the machine is here, next to the private state
+// it changes (Swift's `private` ends at the file), so that no other file can break an invariant;
+// its value types are in RunnerStateMachine+Types.swift.
+
 /// The in-memory half of a durable-timer runner, as a pure value: every occurrence this process
 /// knows of, from its wake-up to the write of its end, with named transitions that return what to
 /// do (``Action``) instead of doing it.
@@ -238,9 +242,10 @@ struct RunnerStateMachine: Sendable {
 
     /// A claim round ended: starts the runs it claimed (or parks, advances or gives back what it
     /// must not run), re-arms what it did not claim, and starts the next round. `failure` is the
-    /// store's error for the keys whose claim ``ClaimResult/failed``.
+    /// store's error for the keys whose claim ``ClaimResult/failed``; `elapsed` is how long the
+    /// round took, on a monotonic clock, from before its request was sent.
     mutating func claimRoundEnded(
-        _ round: [QueuedClaim], token: String, results: [StoredKey: ClaimResult], failure: DurableTimerError?, now: Int64
+        _ round: [QueuedClaim], token: String, results: [StoredKey: ClaimResult], failure: DurableTimerError?, now: Int64, elapsed: Int64
     ) -> [Action] {
         isClaimRoundInFlight = false
         var actions: [Action] = failure.map { [.report($0)] } ?? []
@@ -250,7 +255,7 @@ struct RunnerStateMachine: Sendable {
             switch results[entry.key] ?? .gone {
             case .claimed(let record):
                 claimed += 1
-                actions += self.claimed(entry.key, record, token: token, isManual: isManual, now: now)
+                actions += self.claimed(entry.key, record, token: token, isManual: isManual, now: now, isStale: elapsed >= configuration.lease)
             case .notReady(let readyAt):
                 slotsTaken -= 1
                 // Held by another runner (watch it: it runs here if that runner dies), or moved. A
@@ -274,14 +279,15 @@ struct RunnerStateMachine: Sendable {
         return actions + nextClaimRound() + checkDrained()
     }
 
-    private mutating func claimed(_ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, now: Int64) -> [Action] {
+    private mutating func claimed(_ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, now: Int64, isStale: Bool) -> [Action] {
         var run = Run(
             token: token, sequence: record.sequence, handler: record.handler, attempt: record.attempts,
             leaseUntil: record.leaseUntil ?? now.addingSaturating(configuration.lease), isManual: isManual, due: record.due, next: .delete)
         // Not run: during a shutdown, when removed meanwhile, for a handler not registered here,
-        // and when the claim's lease has passed by the time its answer arrives (the process was
-        // suspended in between: another runner may hold the occurrence now).
-        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler), now < run.leaseUntil else {
+        // and when its answer took a whole lease to arrive (the process was suspended in between:
+        // the lease, which began after the request, may have passed, and another runner may hold
+        // the occurrence now). Measured on a monotonic clock: no clock offset can fool it.
+        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler), !isStale else {
             slotsTaken -= 1
             return release(key, run, now: now)
         }
