@@ -140,10 +140,11 @@ struct DurableBadInputTests {
         let note = Note(text: "x")
         func isInvalidDate(_ error: any Error) -> Bool { if case DurableTimerError.invalidDate = error { true } else { false } }
         func isInvalidDuration(_ error: any Error) -> Bool { if case DurableTimerError.invalidDuration = error { true } else { false } }
+        let year1600 = Date(timeIntervalSince1970: -11_676_096_000)
+        let year1700 = Date(timeIntervalSince1970: -8_520_336_000)
         for date in [
-            Date.distantPast, Date(timeIntervalSince1970: -11_676_096_000) /* 1600 */, Date(timeIntervalSince1970: -8_520_336_000) /* 1700 */,
-            Date(timeIntervalSince1970: -0.5), Date.distantFuture, DurableTimers.latestDate, Date(timeIntervalSince1970: .nan),
-            Date(timeIntervalSince1970: .infinity)
+            Date.distantPast, year1600, year1700, Date(timeIntervalSince1970: -0.5), Date.distantFuture, DurableTimers.latestDate,
+            Date(timeIntervalSince1970: .nan), Date(timeIntervalSince1970: .infinity)
         ] {
             await #expect(performing: { try await timers.schedule(key: "k", at: date, handler: "note", payload: note) }, throws: isInvalidDate)
             await #expect(
