@@ -81,7 +81,7 @@ public final class DurableTimers: Sendable {
         self.options = options
         let context = Runner.Context(
             store: store, namespace: namespace, clock: clock, options: options,
-            controlExecutor: clock.taskExecutor ?? DispatchTaskExecutor(label: "TimerKitDurable.Runner"))
+            controlExecutor: store.executor ?? clock.taskExecutor ?? DispatchTaskExecutor(label: "TimerKitDurable.Runner"))
         self.runner = Runner(context: context, owner: owner)
     }
 

@@ -42,9 +42,9 @@ extension DurableTimers.Runner {
                 results[entry.key] = .failed
             }
         }
-        let ended = context.now()
+        // The plans and the fires' `firedAt` take the claim's time: the reading before the call.
         let elapsed = began.duration(to: context.monotonicNow())
-        transition { $0.claimRoundEnded(round, token: token, results: results, failure: failure, now: ended, elapsed: elapsed) }
+        transition { $0.claimRoundEnded(round, token: token, results: results, failure: failure, now: now, elapsed: elapsed) }
     }
 
     // MARK: Ends of runs

@@ -105,11 +105,13 @@ struct RunnerStateMachine: Sendable {
     /// Whether the key's handler is running here (or its end is being written).
     func isRunning(_ key: StoredKey) -> Bool { held.contains(key) }
 
-    /// Keys that came due and wait for a claim round or a free handler slot.
+    /// Keys that came due and wait for a claim round or a free handler slot: those of the queue
+    /// still queued (a key can appear in it more than once), not a pass over every armed key.
     var waitingCount: Int {
-        occurrences.values.reduce(0) { count, occurrence in
-            if case .queued = occurrence.phase { return count + 1 }
-            return count
+        var seen: Set<StoredKey> = []
+        return queue[queueHead...].reduce(0) { count, key in
+            guard seen.insert(key).inserted, case .queued? = occurrences[key]?.phase else { return count }
+            return count + 1
         }
     }
 
@@ -491,7 +493,8 @@ struct RunnerStateMachine: Sendable {
     private mutating func complete(_ key: StoredKey, _ run: Run, _ completion: Completion) -> [Action] {
         occurrences[key]!.phase = .completing(run, completion)
         held.insert(key)
-        return [.finish(key, token: run.token, sequence: run.sequence, outcome: completion.outcome)]
+        // Held until the end is written (a park or an advance without a run included).
+        return [.finish(key, token: run.token, sequence: run.sequence, outcome: completion.outcome)] + armRenewal()
     }
 
     private mutating func release(_ key: StoredKey, _ run: Run, now: Int64) -> [Action] {

@@ -89,6 +89,11 @@ package protocol DurableTimerStore: Sendable {
     /// reads its clock plus this as the host's time. 0 but in tests.
     var hostSkew: Int64 { get }
 
+    /// Where the store's calls run, if it keeps them on an executor of its own (SQLite: a serial
+    /// queue for its blocking calls); the runner then does its own work there too, saving a hop
+    /// per call. `nil` for a store whose calls suspend rather than block (PostgreSQL).
+    var executor: (any TaskExecutor)? { get }
+
     /// What other runners change, as the store learns of it (PostgreSQL's `NOTIFY`), or `nil` for
     /// a store that has no such channel (SQLite: a runner sees other processes' writes at its next
     /// load of the horizon).
@@ -157,6 +162,7 @@ package enum DurableTimerOutcome: Sendable, Hashable {
 
 extension DurableTimerStore {
     package var hostSkew: Int64 { 0 }
+    package var executor: (any TaskExecutor)? { nil }
 }
 
 /// A one-shot whose occurrence ran, to be removed (``DurableTimerStore/finishAll(namespace:completed:)``).

@@ -16,8 +16,9 @@ final class SQLiteTimerStore: DurableTimerStore {
     private let database: DatabaseQueue
     let path: String
     /// Where the store's blocking calls run: a serial queue of its own, or a virtual clock's
-    /// executor (whose quiescence then covers them, so that tests stay exact).
-    private let executor: any TaskExecutor
+    /// executor (whose quiescence then covers them, so that tests stay exact). The runner's own
+    /// work runs there too (SQLite writes one at a time anyway).
+    let executor: (any TaskExecutor)?
 
     /// - Parameters:
     ///   - pragmas: Statements run on opening, after the store's own (tests: a page limit that makes
