@@ -81,7 +81,8 @@ public final class DurableTimers: Sendable {
         self.options = options
         let context = Runner.Context(
             store: store, namespace: namespace, clock: clock, options: options,
-            controlExecutor: store.executor ?? clock.taskExecutor ?? DispatchTaskExecutor(label: "TimerKitDurable.Runner"))
+            controlExecutor: store.executor ?? clock.taskExecutor,
+            renewalExecutor: clock.taskExecutor ?? DispatchTaskExecutor(label: "TimerKitDurable.Renewals"))
         self.runner = Runner(context: context, owner: owner)
     }
 

@@ -9,10 +9,11 @@ extension DurableTimers {
     /// store calls, handler tasks started and cancelled.
     ///
     /// Where work runs: handlers on the clock's task executor (the global one for the wall clock);
-    /// the runner's own work — claims, completions, renewals, refills — on an executor of its own
-    /// (a serial dispatch queue), so that handlers that hog the cooperative pool cannot starve a
-    /// renewal. On a virtual clock everything runs on the clock's executor, whose quiescence an
-    /// `advance` waits for, so that tests are exact.
+    /// the runner's claims, completions and refills on the SQLite store's queue (where its calls
+    /// run anyway), or on the global executor beside a store whose calls suspend (PostgreSQL);
+    /// renewals on a queue of their own, so that handlers that hog the cooperative pool cannot
+    /// delay a renewal past the lease. On a virtual clock everything runs on the clock's executor,
+    /// whose quiescence an `advance` waits for, so that tests are exact.
     final class Runner: Sendable {
         typealias Handler = @Sendable (Data, DurableFire) async throws -> Void
 
@@ -33,8 +34,12 @@ extension DurableTimers {
             let namespace: String
             let clock: TimerClock
             let options: Options
-            /// Where the runner's own work runs (see ``Runner``).
-            let controlExecutor: any TaskExecutor
+            /// Where the runner's own work runs: the SQLite store's queue, a virtual clock's
+            /// executor, or (`nil`) the global one (see ``Runner``).
+            let controlExecutor: (any TaskExecutor)?
+            /// Where renewals run: a queue of their own (a virtual clock's executor in tests), so
+            /// that handlers hogging the cooperative pool cannot delay one past the lease.
+            let renewalExecutor: any TaskExecutor
 
             /// The durable clock's reading (the store's time), in nanoseconds since 1970.
             func now() -> Int64 { clock.now.nanoseconds.addingSaturating(store.hostSkew).addingSaturating(store.clockOffset) }
@@ -115,9 +120,9 @@ extension DurableTimers {
                     spawn { await self.release(key, token: token, sequence: sequence, readyAt: readyAt) }
                 case .cancelHandler(let key, let token):
                     state.withLock { state in state.runs[key].flatMap { $0.token == token ? $0.task : nil } }?.cancel()
-                case .renew(let claims, let leaseUntil): spawn { await self.renew(claims, leaseUntil: leaseUntil) }
+                case .renew(let claims, let leaseUntil): spawn(on: context.renewalExecutor) { await self.renew(claims, leaseUntil: leaseUntil) }
                 case .scheduleRenewal(let delay):
-                    let callback = schedule(after: delay) { runner in runner.transition { $0.renewalDue(now: runner.context.now()) } }
+                    let callback = schedule(after: delay, on: context.renewalExecutor) { runner in runner.transition { $0.renewalDue(now: runner.context.now()) } }
                     state.withLock { $0.renewal = callback }
                 case .report(let error): context.options.onError(error)
                 case .event(let event): context.options.onEvent(event)
@@ -245,16 +250,20 @@ extension DurableTimers {
         /// Runs `body` on the runner's executor `delay` nanoseconds from now on a monotonic clock
         /// (the continuous one; a virtual clock in tests), unless the clock has shut down.
         @discardableResult
-        func schedule(after delay: Int64, _ body: @escaping @Sendable (Runner) -> Void) -> ScheduledCallback? {
+        func schedule(after delay: Int64, on executor: (any TaskExecutor)? = nil, _ body: @escaping @Sendable (Runner) -> Void) -> ScheduledCallback? {
             try? context.monotonicClock.schedule(at: .after(.nanoseconds(max(delay, 0)))) { [weak self] in
                 guard let self else { return }
-                self.spawn { body(self) }
+                self.spawn(on: executor ?? self.context.controlExecutor) { body(self) }
             }
         }
 
-        /// Runs `body` in a task on the runner's own executor.
+        /// Runs `body` in a task on the runner's own executor (or `executor`).
         func spawn(_ body: @escaping @Sendable () async -> Void) {
-            Task(executorPreference: context.controlExecutor) { await body() }
+            spawn(on: context.controlExecutor, body)
+        }
+
+        func spawn(on executor: (any TaskExecutor)?, _ body: @escaping @Sendable () async -> Void) {
+            Task(executorPreference: executor) { await body() }
         }
     }
 }
