@@ -111,7 +111,7 @@ extension DurableTimers {
                 switch action {
                 case .arm(let key, let instant, let generation): armWakeUp(key, at: instant, generation: generation)
                 case .disarm(let key): state.withLock { $0.wakeUps.removeValue(forKey: key) }?.cancel()
-                case .claim(let round, let token): spawn { await self.claim(round, token: token) }
+                case .claim(let round, let token): spawn { await self.claimRounds(round, token: token) }
                 case .start(let key, let start): startRun(key, start)
                 case .finish(let key, let token, let sequence, let outcome): finish(key, token: token, sequence: sequence, outcome: outcome)
                 case .retryFinish(let key, let token, let delay):

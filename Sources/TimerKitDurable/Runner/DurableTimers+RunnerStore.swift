@@ -9,9 +9,26 @@ extension DurableTimers.Runner {
 
     // MARK: Claims
 
+    /// Claims a round's keys, then the next round's, while the machine starts one: in this task,
+    /// so that back-to-back rounds (a backlog, instances racing for the same keys) do not each wait
+    /// for a new task to be scheduled.
+    func claimRounds(_ round: [Machine.QueuedClaim], token: String) async {
+        var next: (round: [Machine.QueuedClaim], token: String)? = (round, token)
+        while let (round, token) = next {
+            next = nil
+            let actions = await claim(round, token: token)
+            perform(
+                actions.filter { action in
+                    guard case .claim(let round, let token) = action else { return true }
+                    next = (round, token)
+                    return false
+                })
+        }
+    }
+
     /// Claims a round's keys — the woken ones in one store call, manual ones early, one by one —
-    /// and hands every key's answer to the machine.
-    func claim(_ round: [Machine.QueuedClaim], token: String) async {
+    /// and hands every key's answer to the machine; returns what to do next.
+    private func claim(_ round: [Machine.QueuedClaim], token: String) async -> [Machine.Action] {
         let (store, namespace) = (context.store, context.namespace)
         let began = context.monotonicNow()
         let now = context.now()
@@ -44,7 +61,7 @@ extension DurableTimers.Runner {
         }
         // The plans and the fires' `firedAt` take the claim's time: the reading before the call.
         let elapsed = began.duration(to: context.monotonicNow())
-        transition { $0.claimRoundEnded(round, token: token, results: results, failure: failure, now: now, elapsed: elapsed) }
+        return state.withLock { $0.machine.claimRoundEnded(round, token: token, results: results, failure: failure, now: now, elapsed: elapsed) }
     }
 
     // MARK: Ends of runs
