@@ -122,7 +122,9 @@ extension DurableTimers {
                     state.withLock { state in state.runs[key].flatMap { $0.token == token ? $0.task : nil } }?.cancel()
                 case .renew(let claims, let leaseUntil): spawn(on: context.renewalExecutor) { await self.renew(claims, leaseUntil: leaseUntil) }
                 case .scheduleRenewal(let delay):
-                    let callback = schedule(after: delay, on: context.renewalExecutor) { runner in runner.transition { $0.renewalDue(now: runner.context.now()) } }
+                    let callback = schedule(after: delay, on: context.renewalExecutor) { runner in
+                        runner.transition { $0.renewalDue(now: runner.context.now()) }
+                    }
                     state.withLock { $0.renewal = callback }
                 case .report(let error): context.options.onError(error)
                 case .event(let event): context.options.onEvent(event)
