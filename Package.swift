@@ -86,7 +86,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "MetricsTestKit", package: "swift-metrics")
             ]
-                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : [])
+                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : []),
+            // Databases written by 0.1.0, as SQL (Scripts/make-schema-fixtures): read by path.
+            exclude: ["Fixtures"]
         ),
         // The runner's state machine against a seeded model of processes, a store and faults:
         // 100,000 random sequences, so it is compiled with optimization even in debug builds (the

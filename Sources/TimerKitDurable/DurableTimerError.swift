@@ -47,6 +47,10 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
     case leaseLost(String)
     /// The runner has shut down.
     case shutDown
+    /// The database's schema does not fit this build: it is newer (a later release wrote it),
+    /// older with ``DurableTimers/SchemaUpgrade/verifyOnly``, or a table named like TimerKit's is
+    /// someone else's. The reason names the versions and what to do; nothing was changed.
+    case schema(reason: String)
     /// The database server cannot be reached (it is down, restarting, or the network is), or did
     /// not answer within the busy timeout. A write may not have happened: try again; runners back
     /// off and resume by themselves.
@@ -77,6 +81,7 @@ public enum DurableTimerError: Error, Sendable, Hashable, CustomStringConvertibl
         case .leaseLost(let key):
             "the claim on durable timer '\(key)' was lost: its lease passed without a renewal, and another runner may run the occurrence (at-least-once); the handler is cancelled if it still runs, and this run's end is not written"
         case .shutDown: "the durable-timer runner has shut down"
+        case .schema(let reason): "the durable-timer database's schema does not fit this build: \(reason)"
         case .unreachable(let reason): "the durable-timer database cannot be reached (\(reason)); the write may not have happened, try again"
         case .clockSkew(let milliseconds):
             "this host's clock is \(milliseconds) ms off the database's; timers still follow the database's time, but fix the host's clock (NTP)"

@@ -46,6 +46,9 @@ extension DurableTimers {
         public var busyTimeout: Duration = .seconds(5)
         /// How durable each write is. ``Durability/full`` by default.
         public var durability: Durability = .full
+        /// Whether opening the database may bring its schema up to this build's version.
+        /// ``SchemaUpgrade/automatic`` by default.
+        public var schemaUpgrade: SchemaUpgrade = .automatic
         /// Told of failures the runner met on its own (a store error while firing, a lease lost to
         /// another runner); it retries them. Prints to standard error by default.
         public var onError: @Sendable (DurableTimerError) -> Void = { error in

@@ -58,9 +58,12 @@ public final class DurableTimers: Sendable {
     ///   created, ``DurableTimerError/corrupt(path:reason:)`` when it is not a database,
     ///   ``DurableTimerError/notACalendarClock(_:)`` for a continuous or suspending clock,
     ///   ``DurableTimerError/invalidKey(_:)`` for an invalid namespace,
-    ///   ``DurableTimerError/invalidDuration(_:)`` for options out of range.
+    ///   ``DurableTimerError/invalidDuration(_:)`` for options out of range,
+    ///   ``DurableTimerError/schema(reason:)`` for a schema newer than this build's (or older, with
+    ///   ``SchemaUpgrade/verifyOnly``).
     public convenience init(path: String, namespace: String = "default", clock: TimerClock = .wall, options: Options = Options()) throws(DurableTimerError) {
-        let store = try SQLiteTimerStore(path: path, busyTimeout: options.busyTimeout, durability: options.durability, executor: clock.taskExecutor)
+        let store = try SQLiteTimerStore(
+            path: path, busyTimeout: options.busyTimeout, durability: options.durability, upgrade: options.schemaUpgrade, executor: clock.taskExecutor)
         try self.init(store: store, namespace: namespace, clock: clock, options: options)
     }
 

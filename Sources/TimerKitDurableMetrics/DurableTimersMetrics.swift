@@ -199,6 +199,7 @@ public final class DurableTimersMetrics: Sendable {
         case .notFound: "notFound"
         case .leaseLost: "leaseLost"
         case .shutDown: "shutDown"
+        case .schema: "schema"
         case .unreachable: "unreachable"
         case .clockSkew: "clockSkew"
         }

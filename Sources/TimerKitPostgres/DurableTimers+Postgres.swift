@@ -5,7 +5,8 @@ import TimerKitDurable
 extension DurableTimers {
     /// Connects to PostgreSQL and makes a runner for the timers of `namespace` there, shared with
     /// every other instance that uses the same database and namespace: each occurrence runs on one
-    /// instance at a time. Creates the schema if it is missing (safe from every instance at once).
+    /// instance at a time. Creates the schema if it is missing, and migrates an older one
+    /// (``DurableTimers/Options/schemaUpgrade``; safe from every instance at once).
     /// Call ``DurableTimers/run()`` (or ``DurableTimers/start()``) to fire them.
     ///
     /// Time is the database's: due times, leases and "now" are read from the server's clock, and
@@ -18,8 +19,9 @@ extension DurableTimers {
     ///     ``DurableTimerError/clockSkew(milliseconds:)`` is reported to ``DurableTimers/Options/onError``.
     /// - Throws: ``DurableTimerError/unreachable(reason:)`` when the database cannot be reached
     ///   within ``DurableTimers/Options/busyTimeout``, ``DurableTimerError/store(reason:)`` when it
-    ///   refuses the schema (no permission, say), ``DurableTimerError/invalidKey(_:)`` for an empty
-    ///   namespace.
+    ///   refuses the schema (no permission, say), ``DurableTimerError/schema(reason:)`` for a
+    ///   schema newer than this build's (or older, with ``DurableTimers/SchemaUpgrade/verifyOnly``),
+    ///   ``DurableTimerError/invalidKey(_:)`` for an empty namespace.
     public convenience init(
         postgres configuration: PostgresClient.Configuration, namespace: String = "default", options: Options = Options(),
         maximumClockSkew: Duration = .seconds(1)
@@ -34,7 +36,7 @@ extension DurableTimers {
     ) async throws(DurableTimerError) {
         let store = try await PostgresTimerStore(
             configuration: configuration, timeSource: .database, notifyWithin: options.horizon, timeout: options.busyTimeout, maximumSkew: maximumClockSkew,
-            hostSkew: hostClockSkew.saturatingNanoseconds, onError: options.onError)
+            upgrade: options.schemaUpgrade, hostSkew: hostClockSkew.saturatingNanoseconds, onError: options.onError)
         try self.init(store: store, namespace: namespace, clock: .wall, options: options)
     }
 }

@@ -21,11 +21,13 @@ final class SQLiteTimerStore: DurableTimerStore {
     let executor: (any TaskExecutor)?
 
     /// - Parameters:
+    ///   - upgrade: Whether opening may migrate the schema, or only checks it.
     ///   - pragmas: Statements run on opening, after the store's own (tests: a page limit that makes
     ///     the file "full").
     ///   - executor: Where the calls run; `nil` for a dispatch queue of the store's own.
     init(
-        path: String, busyTimeout: Duration, durability: DurableTimers.Durability, pragmas: [String] = [], executor: (any TaskExecutor)? = nil
+        path: String, busyTimeout: Duration, durability: DurableTimers.Durability, upgrade: DurableTimers.SchemaUpgrade = .automatic, pragmas: [String] = [],
+        executor: (any TaskExecutor)? = nil
     ) throws(DurableTimerError) {
         self.path = path
         self.executor = executor ?? DispatchTaskExecutor(label: "TimerKitDurable.SQLiteTimerStore")
@@ -39,40 +41,95 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
         do {
             database = try DatabaseQueue(path: path, configuration: configuration)
-            try database.write { db in try Self.migrate(db) }
+            try Self.migrate(database, upgrade: upgrade, path: path)
         } catch {
             throw Self.mapped(error, path: path, opening: true)
         }
     }
 
-    private static func migrate(_ db: Database) throws {
-        try db.execute(
-            sql: """
-                CREATE TABLE IF NOT EXISTS timerkit_timers (
-                    namespace TEXT NOT NULL,
-                    key TEXT NOT NULL,
-                    handler TEXT NOT NULL,
-                    payload BLOB NOT NULL,
-                    interval_ns INTEGER,
-                    rule TEXT,
-                    misfire TEXT NOT NULL,
-                    due_ns INTEGER NOT NULL,
-                    ready_at_ns INTEGER NOT NULL,
-                    sequence INTEGER NOT NULL,
-                    fire_count INTEGER NOT NULL DEFAULT 0,
-                    attempts INTEGER NOT NULL DEFAULT 0,
-                    skipped INTEGER NOT NULL DEFAULT 0,
-                    last_error TEXT,
-                    parked INTEGER NOT NULL DEFAULT 0,
-                    owner TEXT,
-                    lease_until_ns INTEGER,
-                    PRIMARY KEY (namespace, key)
-                ) WITHOUT ROWID;
-                CREATE INDEX IF NOT EXISTS timerkit_timers_ready ON timerkit_timers (namespace, parked, ready_at_ns, key);
-                CREATE TABLE IF NOT EXISTS timerkit_sequence (id INTEGER PRIMARY KEY CHECK (id = 0), next INTEGER NOT NULL);
-                INSERT OR IGNORE INTO timerkit_sequence (id, next) VALUES (0, 1);
-                """)
+    // MARK: Schema
+
+    /// Brings the file's schema to ``SchemaVersions/current``, or checks that it is there
+    /// (``DurableTimers/SchemaUpgrade/verifyOnly``): the version is read, and the migrations
+    /// applied, inside one `BEGIN IMMEDIATE` transaction, so of two processes opening the file at
+    /// once one migrates and the other finds it done.
+    private static func migrate(_ database: DatabaseQueue, upgrade: DurableTimers.SchemaUpgrade, path: String) throws {
+        let store = "the SQLite database at \(path)"
+        if upgrade == .verifyOnly {
+            _ = try database.read { db in try SchemaVersions.steps(from: found(db), upgrade: .verifyOnly, store: store) }
+            return
+        }
+        try database.writeWithoutTransaction { db in
+            try db.inTransaction(.immediate) {
+                let found = try found(db)
+                guard let steps = try SchemaVersions.steps(from: found, upgrade: .automatic, store: store) else { return .commit }
+                let now = "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')"
+                for version in steps { try db.execute(sql: migrations[version] ?? "") }
+                if steps.lowerBound == 2 {
+                    try db.execute(
+                        sql: "INSERT OR IGNORE INTO timerkit_schema (version, summary, applied_at, applied_by) VALUES (1, ?, \(now), ?)",
+                        arguments: [SchemaVersions.summaries[1], SchemaVersions.adopted])
+                }
+                for version in steps {
+                    try db.execute(
+                        sql: "INSERT INTO timerkit_schema (version, summary, applied_at, applied_by) VALUES (?, ?, \(now), ?)",
+                        arguments: [version, SchemaVersions.summaries[version], SchemaVersions.release])
+                }
+                return .commit
+            }
+        }
     }
+
+    /// What the file holds of TimerKit's tables.
+    static func found(_ db: Database) throws -> SchemaVersions.Found {
+        if try db.tableExists("timerkit_schema") {
+            // Read as a raw value: a version that is not an integer is an error, never a trap.
+            guard let value = try DatabaseValue.fetchOne(db, sql: "SELECT max(version) FROM timerkit_schema"), !value.isNull else { return .version(0) }
+            guard let version = Int.fromDatabaseValue(value) else {
+                throw DurableTimerError.schema(reason: "timerkit_schema holds a version that is not a whole number (\(value)); restore the file from a backup")
+            }
+            return .version(version)
+        }
+        guard try db.tableExists("timerkit_timers") else { return .empty }
+        return .unversioned(columns: try db.columns(in: "timerkit_timers").map(\.name))
+    }
+
+    /// The migrations by version: each takes the file from the version before to its own.
+    static let migrations = [
+        1: """
+        CREATE TABLE IF NOT EXISTS timerkit_timers (
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            handler TEXT NOT NULL,
+            payload BLOB NOT NULL,
+            interval_ns INTEGER,
+            rule TEXT,
+            misfire TEXT NOT NULL,
+            due_ns INTEGER NOT NULL,
+            ready_at_ns INTEGER NOT NULL,
+            sequence INTEGER NOT NULL,
+            fire_count INTEGER NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            skipped INTEGER NOT NULL DEFAULT 0,
+            last_error TEXT,
+            parked INTEGER NOT NULL DEFAULT 0,
+            owner TEXT,
+            lease_until_ns INTEGER,
+            PRIMARY KEY (namespace, key)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS timerkit_timers_ready ON timerkit_timers (namespace, parked, ready_at_ns, key);
+        CREATE TABLE IF NOT EXISTS timerkit_sequence (id INTEGER PRIMARY KEY CHECK (id = 0), next INTEGER NOT NULL);
+        INSERT OR IGNORE INTO timerkit_sequence (id, next) VALUES (0, 1);
+        """,
+        2: """
+        CREATE TABLE IF NOT EXISTS timerkit_schema (
+            version INTEGER PRIMARY KEY,
+            summary TEXT NOT NULL,
+            applied_at TEXT NOT NULL,
+            applied_by TEXT NOT NULL
+        );
+        """
+    ]
 
     // MARK: Writing
 

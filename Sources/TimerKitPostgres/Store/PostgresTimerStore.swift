@@ -38,8 +38,11 @@ final class PostgresTimerStore: DurableTimerStore {
     let onError: @Sendable (DurableTimerError) -> Void
     let logger: Logger
     let hostSkew: Int64
+    private let applied = Locked<ClosedRange<Int>?>(nil)
+    /// The versions this store's opening applied (`nil`: none, the database was current).
+    var migrated: ClosedRange<Int>? { applied.withLock { $0 } }
 
-    private let offset = Locked<Int64>(0)
+    private let offset = Locked<(offset: Int64, uncertainty: Int64)>((0, 0))
     private let tasks = Locked<(run: Task<Void, Never>?, listeners: [Task<Void, Never>], closed: Bool)>((nil, [], false))
 
     /// The channel of the notifications (lowercase: `LISTEN` names are case-sensitive).
@@ -49,7 +52,7 @@ final class PostgresTimerStore: DurableTimerStore {
 
     init(
         configuration: PostgresClient.Configuration, timeSource: TimeSource, notifyWithin: Duration, timeout: Duration, maximumSkew: Duration,
-        hostSkew: Int64 = 0, onError: @escaping @Sendable (DurableTimerError) -> Void
+        upgrade: DurableTimers.SchemaUpgrade = .automatic, hostSkew: Int64 = 0, onError: @escaping @Sendable (DurableTimerError) -> Void
     ) async throws(DurableTimerError) {
         self.hostSkew = hostSkew
         self.configuration = configuration
@@ -65,7 +68,8 @@ final class PostgresTimerStore: DurableTimerStore {
         let client = client
         tasks.withLock { $0.run = Task { await client.run() } }
         do {
-            try await migrate()
+            let steps = try await migrate(upgrade)
+            applied.withLock { $0 = steps }
             if timeSource == .database { try await measureOffset() }
         } catch {
             await close()
@@ -99,70 +103,44 @@ final class PostgresTimerStore: DurableTimerStore {
         run?.cancel()
     }
 
-    // MARK: Schema
-
-    /// Creates the schema if it is missing. Safe from every instance at once: the statements run in
-    /// one transaction behind a transaction-scoped advisory lock.
-    private func migrate() async throws(DurableTimerError) {
-        try await call { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
-                try await connection.query("SELECT pg_advisory_xact_lock(7412193650)", logger: logger)
-                for statement in Self.schema {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                }
-            }
-        }
-    }
-
-    /// The schema, statement by statement; every statement can run again.
-    static let schema = [
-        """
-        CREATE TABLE IF NOT EXISTS timerkit_timers (
-            namespace text NOT NULL,
-            key text NOT NULL,
-            handler text NOT NULL,
-            payload bytea NOT NULL,
-            interval_ns bigint,
-            rule text,
-            misfire text NOT NULL,
-            due_ns bigint NOT NULL,
-            ready_at_ns bigint NOT NULL,
-            sequence bigint NOT NULL,
-            fire_count bigint NOT NULL DEFAULT 0,
-            attempts integer NOT NULL DEFAULT 0,
-            skipped integer NOT NULL DEFAULT 0,
-            last_error text,
-            parked boolean NOT NULL DEFAULT false,
-            owner text,
-            lease_until_ns bigint,
-            PRIMARY KEY (namespace, key)
-        )
-        """,
-        "CREATE INDEX IF NOT EXISTS timerkit_timers_ready ON timerkit_timers (namespace, ready_at_ns, key) WHERE NOT parked",
-        "CREATE SEQUENCE IF NOT EXISTS timerkit_sequence",
-        """
-        CREATE OR REPLACE FUNCTION timerkit_now_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
-        $$ SELECT (extract(epoch FROM clock_timestamp()) * 1000000000)::bigint $$
-        """
-    ]
-
     // MARK: Time
 
-    var clockOffset: Int64 { offset.withLock { $0 } }
+    var clockOffset: Int64 { offset.withLock { $0.offset } }
 
-    /// Measures the database's clock against the host's: the midpoint of a round trip. Reports a
-    /// skew past the limit.
+    /// How far ``clockOffset`` may be off the true offset, in nanoseconds: half the round trip it
+    /// was measured in.
+    var clockOffsetUncertainty: Int64 { offset.withLock { $0.uncertainty } }
+
+    /// How many round trips one measurement takes; the shortest is kept.
+    static let offsetSamples = 5
+
+    /// Measures the database's clock against the host's: the midpoint of the shortest of
+    /// ``offsetSamples`` round trips on one connection, timed on the monotonic clock once the
+    /// connection is in hand (waiting for a pooled connection, or a reconnect after a restart,
+    /// is not part of any sample). Reports a skew that exceeds the limit by more than the
+    /// measurement's own uncertainty.
     func measureOffset() async throws(DurableTimerError) {
-        let (before, database, after) = try await call { client, logger in
-            let before = TimerClock.wall.now.nanoseconds
-            let rows = try await client.query("SELECT timerkit_now_ns()", logger: logger)
-            var database: Int64 = 0
-            for try await value in rows.decode(Int64.self) { database = value }
-            return (before, database, TimerClock.wall.now.nanoseconds)
+        let samples = Self.offsetSamples
+        let best = try await call { client, logger in
+            try await client.withConnection { connection in
+                var best: (offset: Int64, roundTrip: Int64) = (0, .max)
+                for _ in 0..<samples {
+                    let wall = TimerClock.wall.now.nanoseconds
+                    let start = TimerClock.continuous.now.nanoseconds
+                    var database: Int64 = 0
+                    for try await value in try await connection.query("SELECT timerkit_now_ns()", logger: logger).decode(Int64.self) {
+                        database = value
+                    }
+                    let roundTrip = max(TimerClock.continuous.now.nanoseconds - start, 0)
+                    if roundTrip < best.roundTrip { best = (database - wall.addingSaturating(roundTrip / 2), roundTrip) }
+                }
+                return best
+            }
         }
-        let measured = database - (before / 2 + after / 2) - hostSkew
-        offset.withLock { $0 = measured }
-        if abs(measured) > maximumSkew { onError(.clockSkew(milliseconds: measured / 1_000_000)) }
+        let measured = best.offset - hostSkew
+        let uncertainty = best.roundTrip / 2
+        offset.withLock { $0 = (measured, uncertainty) }
+        if abs(measured) - uncertainty > maximumSkew { onError(.clockSkew(milliseconds: measured / 1_000_000)) }
     }
 
     /// `now` as SQL: the runner's reading for a host-time store, the database's otherwise.

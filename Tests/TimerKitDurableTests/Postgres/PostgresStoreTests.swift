@@ -10,15 +10,7 @@ import Testing
 /// connection, decide on the database's clock, and fail clearly when the server is away.
 @Suite("Durable timers on PostgreSQL: notifications, time and faults", .serialized, .timeLimit(.minutes(2)))
 struct PostgresStoreTests {
-    func options(_ change: (inout DurableTimers.Options) -> Void = { _ in }) -> DurableTimers.Options {
-        var options = DurableTimers.Options()
-        options.onError = { _ in }
-        // A generous call timeout: under load (the suite beside busy loops on every core, the
-        // server on the same 2 cores) a statement took over the default 5 s once in CI.
-        options.busyTimeout = .seconds(30)
-        change(&options)
-        return options
-    }
+    func options(_ change: (inout DurableTimers.Options) -> Void = { _ in }) -> DurableTimers.Options { serverOptions(change) }
 
     /// Two runners of one namespace: `writer` only schedules, `firer` runs.
     func pair(_ namespace: String, log: FireLog) async throws -> (writer: DurableTimers, firer: DurableTimers) {
@@ -43,6 +35,28 @@ struct PostgresStoreTests {
         let fire = try #require(log.all.first?.fire)
         #expect(fire.firedAt >= fire.scheduledDeadline, "never early")
         #expect(log.all.first?.payload == "from the writer")
+        await firer.shutdown()
+    }
+
+    @Test(
+        "C17: a key, namespace and handler name at the 512-byte limit, of the characters JSON escapes (quotes, backslashes) and of 3-byte ones, travel in one notification: the timer is scheduled and fires on another instance at once"
+    )
+    func notificationAtTheLimits() async throws {
+        let log = FireLog()
+        let namespace = String(repeating: "\\", count: 504) + UUID().uuidString.prefix(8)
+        let handler = String(repeating: "\"", count: 512)
+        let key = String(repeating: "€", count: 170)  // 510 bytes of UTF-8
+        let configuration = try TestServer.configuration()
+        let writer = try await DurableTimers(postgres: configuration, namespace: namespace, options: options())
+        try await writer.register(handler, payload: Note.self) { _, _ in }
+        let firer = try await DurableTimers(postgres: configuration, namespace: namespace, options: options())
+        try await firer.register(handler, payload: Note.self) { note, fire in log.append(note.text, fire) }
+        await firer.start()  // loads its (empty) horizon now, next in 30 s: only a notification arms the timer
+        try await writer.schedule(key: key, after: .milliseconds(300), handler: handler, payload: Note(text: "at the limits"))
+        #expect(await eventually { log.count == 1 })
+        #expect(log.all.first?.payload == "at the limits")
+        #expect((log.all.first?.fire.lateness ?? .seconds(60)) < .seconds(15), "armed by the notification, not by the next load 30 s on")
+        #expect(try await writer.cancel(key: key) == .notFound)
         await firer.shutdown()
     }
 
