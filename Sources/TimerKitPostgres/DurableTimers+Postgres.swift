@@ -29,14 +29,16 @@ extension DurableTimers {
         try await self.init(postgres: configuration, namespace: namespace, options: options, maximumClockSkew: maximumClockSkew, hostClockSkew: .zero)
     }
 
-    /// For the fleet tests: a host whose clock reads `hostClockSkew` off the true time.
+    /// For the fleet tests: a host whose clock reads `hostClockSkew` off the true time, and a
+    /// listening connection checked every `listenerCheck`.
     package convenience init(
         postgres configuration: PostgresClient.Configuration, namespace: String = "default", options: Options = Options(),
-        maximumClockSkew: Duration = .seconds(1), hostClockSkew: Duration
+        maximumClockSkew: Duration = .seconds(1), hostClockSkew: Duration, listenerCheck: Duration = .seconds(10)
     ) async throws(DurableTimerError) {
         let store = try await PostgresTimerStore(
             configuration: configuration, timeSource: .database, notifyWithin: options.horizon, timeout: options.busyTimeout, maximumSkew: maximumClockSkew,
-            upgrade: options.schemaUpgrade, hostSkew: hostClockSkew.saturatingNanoseconds, onError: options.onError)
+            upgrade: options.schemaUpgrade, hostSkew: hostClockSkew.saturatingNanoseconds, listenerCheck: listenerCheck,
+            onError: options.onError)
         try self.init(store: store, namespace: namespace, clock: .wall, options: options)
     }
 }

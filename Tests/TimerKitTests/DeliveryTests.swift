@@ -188,4 +188,24 @@ extension RealTime.DeliveryTests {
         #expect(fire.deadlineCount == 1)
         #expect(fire.scheduledDeadline == TimerInstant(kind: .virtual, nanoseconds: 6_000_000_000))
     }
+
+    @Test("C8, C15: fires waiting for a busy consumer are dropped when the timer is invalidated: the next element is the end, never a fire from before")
+    func invalidationDropsWaitingFires() async throws {
+        let virtual = VirtualClock()
+        let fires = try ScheduledTimer.fires(every: .seconds(1), clock: virtual.clock, missedDeadlines: .burst(maxFires: 3))
+        let (gate, open) = AsyncStream.makeStream(of: Void.self)
+        let consumer = Task { () -> (first: TimerFire?, second: TimerFire?) in
+            var iterator = fires.makeAsyncIterator()
+            let first = await iterator.next()
+            for await _ in gate { break }  // busy until the test says
+            return (first, await iterator.next())
+        }
+        #expect(await eventually { virtual.pendingTimerCount == 1 })
+        await virtual.advance(by: .seconds(4))  // the first is taken; three more wait
+        fires.timer.invalidate()
+        open.yield()
+        let (first, second) = await consumer.value
+        #expect(first?.sequenceNumber == 1)
+        #expect(second == nil, "a fire from before invalidate() came after it: \(String(describing: second))")
+    }
 }

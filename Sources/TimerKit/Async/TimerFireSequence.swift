@@ -5,7 +5,8 @@
 /// later does not begin with a backlog, and one that is never iterated never fires.
 ///
 /// The sequence ends when its timer is invalidated (by ``timer``'s ``ScheduledTimer/invalidate()``,
-/// or because its clock shut down). Cancelling the task that iterates it, or dropping the iterator
+/// or because its clock shut down): fires still waiting for the consumer are dropped, so none
+/// comes after `invalidate()` returns (C8). Cancelling the task that iterates it, or dropping the iterator
 /// (leaving a `for await` loop early), invalidates the timer. It has one consumer: make one
 /// iterator.
 ///
@@ -113,7 +114,7 @@ extension ScheduledTimer {
             interval: interval, first: first, tolerance: tolerance, clock: clock, policy: missedDeadlines,
             delivery: .engineThread,
             suspended: true,
-            onInvalidate: { channel.finish() },
+            onInvalidate: { channel.finish(droppingWaiting: true) },
             handler: { _, fire in channel.push(fire) })
         // A sequence that is never iterated lets its suspended timer go with it, by design.
         timer.releaseSilentlyWhenSuspended()

@@ -71,6 +71,12 @@ extension DurableTimers {
             /// The runs whose handlers run here.
             var runs: [StoredKey: RunHandle] = [:]
             var refill: ScheduledCallback?
+            /// A load of the horizon is under way; the requests that came meanwhile wait for the
+            /// next one (see ``Runner/refill()``).
+            var loading = false
+            var loadWaiters: [CheckedContinuation<Bool, Never>] = []
+            /// How many times the horizon was loaded (tests: reloads coalesce).
+            var horizonLoads = 0
             var renewal: ScheduledCallback?
             var follower: Task<Void, Never>?
             /// Shutdowns waiting for the machine to drain (or their grace period to end).
@@ -147,6 +153,9 @@ extension DurableTimers {
         var handlerNames: [String] { state.withLock { Array($0.handlers.keys).sorted() } }
 
         var isStarted: Bool { state.withLock { $0.machine.lifecycle == .running } }
+
+        /// How many times the horizon was loaded, and whether a load is under way.
+        package var horizonLoads: (count: Int, loading: Bool) { state.withLock { ($0.horizonLoads, $0.loading) } }
 
         func isRunning(_ key: String) -> Bool { state.withLock { $0.machine.isRunning(StoredKey(key)) } }
 

@@ -158,11 +158,43 @@ extension DurableTimers.Runner {
 
     // MARK: Loading
 
+    /// Loads the horizon (``loadHorizon()``), coalescing requests: one load runs at a time, and
+    /// every request that comes while it runs is served by one more load after it (a burst of
+    /// notifications to reload, or a refill due meanwhile, costs two loads, not one each). Returns
+    /// when a load that began after the request has ended.
+    func refill() async {
+        guard isStarted else { return }
+        let runs: Bool = await withCheckedContinuation { continuation in
+            let first = state.withLock { state -> Bool in
+                if state.loading {
+                    state.loadWaiters.append(continuation)
+                    return false
+                }
+                state.loading = true
+                return true
+            }
+            if first { continuation.resume(returning: true) }
+        }
+        guard runs else { return }
+        var served: [CheckedContinuation<Bool, Never>] = []
+        while true {
+            await loadHorizon()
+            for waiter in served { waiter.resume(returning: false) }
+            served = state.withLock { state in
+                defer { state.loadWaiters = [] }
+                if state.loadWaiters.isEmpty { state.loading = false }
+                return state.loadWaiters
+            }
+            if served.isEmpty { return }
+        }
+    }
+
     /// Loads every timer ready within the horizon and arms it; overdue ones (after downtime) are
     /// spread over `count / catchUpRate` seconds, each at a fixed offset of its key. Then arms the
     /// next refill, halfway through the horizon.
-    func refill() async {
+    private func loadHorizon() async {
         guard isStarted else { return }
+        state.withLock { $0.horizonLoads += 1 }
         let options = context.options
         let now = context.now()
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)

@@ -13,29 +13,44 @@ extension PostgresTimerStore {
         var reload: Bool?
         /// The timer under `k` was removed.
         var x: Bool?
+        /// A liveness check's token: the instance that sent it expects it back on its listening
+        /// connection.
+        var p: String?
     }
 
     /// Listens on a pooled connection held for the purpose; after it drops, reconnects with a
     /// pause that doubles up to two seconds and reports ``DurableTimerChange/reload``, since
     /// notifications sent meanwhile are lost. Measures the clock offset again at each connection
     /// and every ten seconds.
+    ///
+    /// A connection can also go silent without dropping (half-open: a NAT or a firewall forgot it,
+    /// the server's host vanished): every ``listenerCheck`` the store notifies itself with a token
+    /// and expects it back on the listening connection within another ``listenerCheck``; when it
+    /// does not come, the store reports it, closes that connection, and so reconnects and reloads.
     func changes(namespace: String) -> AsyncStream<DurableTimerChange>? {
         let (stream, continuation) = AsyncStream.makeStream(of: DurableTimerChange.self)
         let client = client
         let onError = onError
+        let watch = Locked<(connection: PostgresConnection?, awaiting: String?)>((nil, nil))
         let listener = Task { [weak self] in
             var pause = Duration.milliseconds(100)
             var connected = false
             while !Task.isCancelled {
                 do {
                     try await client.withConnection { connection in
+                        defer { watch.withLock { $0 = (nil, nil) } }
                         try await connection.listen(on: Self.channel) { notifications in
+                            watch.withLock { $0 = (connection, nil) }
                             if connected { continuation.yield(.reload) }
                             connected = true
                             pause = .milliseconds(100)
                             let decoder = JSONDecoder()
                             for try await notification in notifications {
                                 guard let notice = try? decoder.decode(Notice.self, from: Data(notification.payload.utf8)), notice.n == namespace else {
+                                    continue
+                                }
+                                if let token = notice.p {
+                                    watch.withLock { state in if state.awaiting == token { state.awaiting = nil } }
                                     continue
                                 }
                                 if notice.reload == true {
@@ -67,11 +82,38 @@ extension PostgresTimerStore {
                 try? await self.measureOffset()
             }
         }
+        let check = listenerCheck
+        let checker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: check)
+                guard let self, let connection = watch.withLock({ $0.connection }) else { continue }
+                let token = UUID().uuidString
+                watch.withLock { $0.awaiting = token }
+                do {
+                    _ = try await self.call { client, logger in
+                        try await client.query(
+                            "SELECT pg_notify(\(Self.channel), json_build_object('n', \(namespace)::text, 'p', \(token)::text)::text)", logger: logger)
+                    }
+                } catch {
+                    continue  // the database is away: the calls report it, and this says nothing of the listener
+                }
+                try? await Task.sleep(for: check)
+                let silent = watch.withLock { $0.awaiting == token && $0.connection === connection }
+                guard silent, !Task.isCancelled else { continue }
+                onError(
+                    .store(
+                        reason:
+                            "the connection listening for other instances' changes delivered nothing within \(check) of a test notification "
+                            + "(half-open, or a pooler in transaction mode): reconnecting, and loading the horizon again"))
+                try? await connection.close()
+            }
+        }
         continuation.onTermination = { _ in
             listener.cancel()
             measurer.cancel()
+            checker.cancel()
         }
-        keep([listener, measurer])
+        keep([listener, measurer, checker])
         return stream
     }
 }

@@ -38,6 +38,8 @@ final class PostgresTimerStore: DurableTimerStore {
     let onError: @Sendable (DurableTimerError) -> Void
     let logger: Logger
     let hostSkew: Int64
+    /// How often the listening connection's liveness is checked (see ``changes(namespace:)``).
+    let listenerCheck: Duration
     private let applied = Locked<ClosedRange<Int>?>(nil)
     /// The versions this store's opening applied (`nil`: none, the database was current).
     var migrated: ClosedRange<Int>? { applied.withLock { $0 } }
@@ -52,9 +54,11 @@ final class PostgresTimerStore: DurableTimerStore {
 
     init(
         configuration: PostgresClient.Configuration, timeSource: TimeSource, notifyWithin: Duration, timeout: Duration, maximumSkew: Duration,
-        upgrade: DurableTimers.SchemaUpgrade = .automatic, hostSkew: Int64 = 0, onError: @escaping @Sendable (DurableTimerError) -> Void
+        upgrade: DurableTimers.SchemaUpgrade = .automatic, hostSkew: Int64 = 0, listenerCheck: Duration = .seconds(10),
+        onError: @escaping @Sendable (DurableTimerError) -> Void
     ) async throws(DurableTimerError) {
         self.hostSkew = hostSkew
+        self.listenerCheck = listenerCheck
         self.configuration = configuration
         self.timeSource = timeSource
         self.notifyWithin = notifyWithin.saturatingNanoseconds

@@ -60,6 +60,94 @@ struct PostgresStoreTests {
         await firer.shutdown()
     }
 
+    @Test(
+        "Rows decoded one by one: rows another release or a manual edit wrote — an unknown misfire policy, an unreadable rule, a due time in 1700 — are parked with their reasons and reported, and the rest of the namespace keeps firing"
+    )
+    func unreadableRowsAreParked() async throws {
+        let log = FireLog()
+        let namespace = "rows-\(UUID().uuidString.prefix(8))"
+        let parkedEvents = Locked<[String]>([])
+        let writer = try await DurableTimers(postgres: try TestServer.configuration(), namespace: namespace, options: options())
+        try await writer.register("note", payload: Note.self) { _, _ in }
+        let firer = try await DurableTimers(
+            postgres: try TestServer.configuration(), namespace: namespace,
+            options: options { options in
+                options.onEvent = { event in
+                    if case .parked(let key, _, _) = event { parkedEvents.withLock { $0.append(key) } }
+                }
+            })
+        try await firer.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        try await writer.schedule(key: "good", after: .milliseconds(200), handler: "note", payload: Note(text: "good"))
+        let insert = """
+            INSERT INTO timerkit_timers (namespace, key, handler, payload, rule, misfire, due_ns, ready_at_ns, sequence)
+            VALUES ('\(namespace)', $1, 'note', convert_to('{"text":"bad"}', 'UTF8'), $2, $3, $4, $4, nextval('timerkit_sequence'))
+            """
+        let now = Date().nanosecondsSince1970
+        let rows: [(String, String?, String, Int64)] = [
+            ("misfire", nil, "sometimes:3", now), ("rule", "{\"weekdays\": \"often\"}", "once", now), ("1700", nil, "once", -8_520_336_000 * 1_000_000_000)
+        ]
+        let admin = PostgresClient(configuration: try TestServer.configuration())
+        let running = Task { await admin.run() }
+        defer { running.cancel() }
+        for (key, rule, misfire, due) in rows {
+            try await admin.query(PostgresQuery(unsafeSQL: insert, binds: try binds(key, rule, misfire, due)))
+        }
+        await firer.start()
+        #expect(await eventually { log.count == 1 })
+        #expect(log.all.first?.payload == "good")
+        #expect(
+            await eventually {
+                let stored = (try? await firer.timers()) ?? []
+                return stored.count == 3 && stored.allSatisfy { $0.state == .failed }
+            })
+        let reasons = Dictionary(uniqueKeysWithValues: try await firer.timers().map { ($0.key, $0.lastError ?? "") })
+        #expect(reasons["misfire"]?.contains("the misfire policy 'sometimes:3' is unknown") == true, "\(reasons)")
+        #expect(reasons["rule"]?.contains("calendar rule is in a form this version cannot read") == true)
+        #expect(reasons["1700"]?.contains("outside the dates durable timers keep") == true)
+        #expect(Set(parkedEvents.withLock { $0 }) == ["misfire", "rule", "1700"], "each park reported as an event")
+        await firer.shutdown()
+    }
+
+    /// The binds of the bad-row insert.
+    func binds(_ key: String, _ rule: String?, _ misfire: String, _ due: Int64) throws -> PostgresBindings {
+        var binds = PostgresBindings()
+        binds.append(key)
+        binds.append(rule)
+        binds.append(misfire)
+        binds.append(due)
+        return binds
+    }
+
+    @Test(
+        "Reloads coalesce: thirty notifications to reload the horizon, arriving at once, make a few loads (one under way, one more after it), not thirty"
+    )
+    func reloadsCoalesce() async throws {
+        let log = FireLog()
+        let namespace = "reload-\(UUID().uuidString.prefix(8))"
+        let (writer, firer) = try await pair(namespace, log: log)
+        await firer.start()
+        let before = firer.runner.horizonLoads.count
+        let admin = PostgresClient(configuration: try TestServer.configuration())
+        let running = Task { await admin.run() }
+        defer { running.cancel() }
+        // One transaction: delivered together at its commit (distinct payloads, which PostgreSQL
+        // would otherwise fold into one).
+        let logger = Logger(label: "test")
+        try await admin.withTransaction(logger: logger) { connection in
+            for index in 0..<30 {
+                try await connection.query(
+                    "SELECT pg_notify('timerkit', json_build_object('n', \(namespace)::text, 'reload', true, 'i', \(index))::text)", logger: logger)
+            }
+        }
+        try await writer.schedule(key: "after", after: .milliseconds(200), handler: "note", payload: Note(text: "after the burst"))
+        #expect(await eventually { log.count == 1 })
+        #expect(await eventually { !firer.runner.horizonLoads.loading })
+        let loads = firer.runner.horizonLoads.count - before
+        print("reloads: 30 notifications, \(loads) loads of the horizon")
+        #expect(loads >= 1 && loads <= 10, "\(loads) loads for 30 notifications")
+        await firer.shutdown()
+    }
+
     @Test("A dropped listening connection: the instance reconnects and loads its horizon again, so a timer written while it was away fires")
     func droppedListenerReloads() async throws {
         let log = FireLog()
