@@ -15,8 +15,9 @@ package enum SchemaVersions {
     /// The version this build reads and writes.
     package static let current = 2
 
-    /// The release that writes ``current``, recorded beside each migration it applies.
-    package static let release = "TimerKit 0.2.0"
+    /// The release that writes ``current``, recorded beside each migration it applies (the work
+    /// toward 0.2.0 until it is tagged).
+    package static let release = "TimerKit 0.2.0-dev"
 
     /// What each version brought, recorded in `timerkit_schema`.
     package static let summaries = [
