@@ -76,7 +76,7 @@ struct PostgresClockTests {
     }
 
     @Test(
-        "The offset is measured on a connection in hand: while the pool's only connection is busy for 1.5 s, the offset measured to the same host's database stays within its own uncertainty, not half the wait"
+        "The offset is measured on a connection in hand: while the pool's only connection is busy for 3 s, the offset measured to the same host's database stays within its own uncertainty, not half the wait"
     )
     func offsetExcludesTheWait() async throws {
         var configuration = try TestServer.configuration()
@@ -85,16 +85,25 @@ struct PostgresClockTests {
         let store = try await PostgresTimerStore(
             configuration: configuration, timeSource: .database, notifyWithin: .seconds(60), timeout: .seconds(30), maximumSkew: .seconds(1),
             onError: { _ in })
-        let busy = Task { try await store.client.query("SELECT pg_sleep(1.5)") }
-        try await Task.sleep(for: .milliseconds(200))
+        let busy = Task { try await store.client.query("SELECT pg_sleep(3)") }
+        // Measure only once the pool's connection is really busy (seen from outside the pool).
+        let admin = PostgresClient(configuration: try TestServer.configuration())
+        let running = Task { await admin.run() }
+        defer { running.cancel() }
+        #expect(
+            try await eventually {
+                let rows = try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)' AND state = 'active'")
+                for try await count in rows.decode(Int.self) { return count == 1 }
+                return false
+            })
         let waited = ContinuousClock.now
         try await store.measureOffset()
         let wait = ContinuousClock.now - waited
         _ = try await busy.value
         await store.close()
         // The server runs on this host: the true offset is zero. Before, half the wait for the
-        // connection (~0.65 s here) was taken for an offset.
-        #expect(wait > .milliseconds(500), "the measurement waited for the busy connection (\(wait))")
+        // connection (about a second here) was taken for an offset.
+        #expect(wait > .milliseconds(300), "the measurement waited for the busy connection (\(wait))")
         #expect(
             abs(store.clockOffset) <= store.clockOffsetUncertainty + 1_000_000, "offset \(store.clockOffset) ns, uncertainty \(store.clockOffsetUncertainty) ns"
         )
