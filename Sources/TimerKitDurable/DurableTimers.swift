@@ -108,7 +108,11 @@ public final class DurableTimers: Sendable {
     /// period ends. A handler that ignores cancellation keeps its claim (renewed) until it returns:
     /// the runner never starts a second run beside it.
     ///
-    /// - Parameter timeout: The longest a run may take; `nil` for ``Options/handlerTimeout``.
+    /// - Parameters:
+    ///   - name: The handler's name, stored with each of its timers (1 to 512 bytes of UTF-8).
+    ///   - payload: The type its timers' payloads decode as.
+    ///   - timeout: The longest a run may take; `nil` for ``Options/handlerTimeout``.
+    ///   - handler: Runs each occurrence, with its payload and what the runner knows of the fire.
     /// - Throws: ``DurableTimerError/handlerAlreadyRegistered(_:)``, ``DurableTimerError/invalidKey(_:)``
     ///   for an invalid name, ``DurableTimerError/invalidDuration(_:)`` for a timeout of zero or less.
     public func register<Payload: Codable & Sendable>(

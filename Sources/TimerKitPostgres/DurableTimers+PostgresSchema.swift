@@ -9,6 +9,9 @@ extension DurableTimers {
     /// ``DurableTimers/SchemaUpgrade/verifyOnly``. Safe beside running instances and from several
     /// processes at once (one transaction behind the instances' migration lock).
     ///
+    /// - Parameters:
+    ///   - configuration: Where the database is, with a role that may create tables.
+    ///   - timeout: How long to wait for the database.
     /// - Returns: The versions applied, in order; `nil` when the database was current.
     /// - Throws: ``DurableTimerError/schema(reason:)`` for a database newer than this build or a
     ///   foreign `timerkit_timers` table, ``DurableTimerError/unreachable(reason:)`` when the
@@ -30,6 +33,8 @@ extension DurableTimers {
     /// lock the instances take, every statement safe to run again. `0` (the default) for an empty
     /// database; `1` for one written by TimerKit 0.1.0. The version of a database is
     /// `SELECT max(version) FROM timerkit_schema` (1 when only `timerkit_timers` exists).
+    ///
+    /// - Parameter version: The version the database is at.
     public static func postgresSchemaSQL(from version: Int = 0) -> String {
         PostgresTimerStore.script(from: version)
     }
@@ -38,6 +43,8 @@ extension DurableTimers {
     /// of `timerkit_timers`, reading `timerkit_schema`, the occurrence sequence and the clock
     /// function. No DDL: start such a role's runners with ``DurableTimers/SchemaUpgrade/verifyOnly``
     /// (or the default, which changes nothing on a current database).
+    ///
+    /// - Parameter role: The application's role (quoted as an identifier).
     public static func postgresGrants(to role: String) -> String {
         PostgresTimerStore.grants(to: role)
     }
