@@ -134,14 +134,13 @@ extension PostgresTimerStore {
     /// A script a DBA can run (psql, a migration tool) to bring a database at `version` to
     /// ``SchemaVersions/current``: one transaction behind the runners' migration lock.
     static func script(from version: Int) -> String {
-        let versions = max(version + 1, 1)...max(SchemaVersions.current, version + 1)
         var lines = [
             "-- TimerKit's PostgreSQL schema: version \(max(version, 0)) to \(SchemaVersions.current) (\(SchemaVersions.release)).",
             "-- Every statement can run again. Run it as a role that may create tables in the schema of the search path.",
             "BEGIN;",
             "SELECT pg_advisory_xact_lock(\(migrationLock));"
         ]
-        if version < SchemaVersions.current { lines += statements(for: versions).map { $0 + ";" } }
+        if version < SchemaVersions.current { lines += statements(for: max(version + 1, 1)...SchemaVersions.current).map { $0 + ";" } }
         lines.append("COMMIT;")
         return lines.joined(separator: "\n") + "\n"
     }

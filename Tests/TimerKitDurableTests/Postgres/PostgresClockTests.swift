@@ -85,7 +85,10 @@ struct PostgresClockTests {
         let store = try await PostgresTimerStore(
             configuration: configuration, timeSource: .database, notifyWithin: .seconds(60), timeout: .seconds(30), maximumSkew: .seconds(1),
             onError: { _ in })
-        let busy = Task { try await store.client.query("SELECT pg_sleep(3)") }
+        let busy = Task {
+            // Drained here, so that the connection goes back to the pool when the sleep ends.
+            for try await _ in try await store.client.query("SELECT pg_sleep(3)") {}
+        }
         // Measure only once the pool's connection is really busy (seen from outside the pool).
         let admin = PostgresClient(configuration: try TestServer.configuration())
         let running = Task { await admin.run() }
