@@ -76,7 +76,7 @@ struct PostgresClockTests {
     }
 
     @Test(
-        "The offset is measured on a connection in hand: while the pool's only connection is busy for 3 s, the offset measured to the same host's database stays within its own uncertainty, not half the wait"
+        "The offset is measured on a connection in hand: while the pool's only connection is held for 2 s, the offset measured to the same host's database stays within its own uncertainty, not half the wait"
     )
     func offsetExcludesTheWait() async throws {
         var configuration = try TestServer.configuration()
@@ -85,20 +85,15 @@ struct PostgresClockTests {
         let store = try await PostgresTimerStore(
             configuration: configuration, timeSource: .database, notifyWithin: .seconds(60), timeout: .seconds(30), maximumSkew: .seconds(1),
             onError: { _ in })
+        // The pool's one connection is held (leased, idle) for 2 s by another caller.
+        let leased = Locked(false)
         let busy = Task {
-            // Drained here, so that the connection goes back to the pool when the sleep ends.
-            for try await _ in try await store.client.query("SELECT pg_sleep(3)") {}
+            try await store.client.withConnection { _ in
+                leased.withLock { $0 = true }
+                try await Task.sleep(for: .seconds(2))
+            }
         }
-        // Measure only once the pool's connection is really busy (seen from outside the pool).
-        let admin = PostgresClient(configuration: try TestServer.configuration())
-        let running = Task { await admin.run() }
-        defer { running.cancel() }
-        #expect(
-            try await eventually {
-                let rows = try await admin.query("SELECT count(*) FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(3)' AND state = 'active'")
-                for try await count in rows.decode(Int.self) { return count == 1 }
-                return false
-            })
+        #expect(await eventually { leased.withLock { $0 } })
         let waited = ContinuousClock.now
         try await store.measureOffset()
         let wait = ContinuousClock.now - waited
