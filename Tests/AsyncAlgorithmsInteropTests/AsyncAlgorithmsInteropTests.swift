@@ -81,14 +81,19 @@ struct AsyncAlgorithmsInteropTests {
         }
     }
 
-    /// Waits for a condition that another task makes true, checking between yields; `false` if
+    /// Waits for a condition that another task makes true, checking every millisecond; `false` if
     /// it is still false after a minute. (A liveness bound, not a timing one: under load the
     /// operator's tasks wait for a thread of the cooperative pool, which other suites share.)
+    ///
+    /// It sleeps between checks rather than yielding: `Task.yield()` puts the waiter straight back
+    /// on the pool's queue, and two such waiters of a higher priority than the operator's own
+    /// tasks kept both threads of a 2-core machine for the whole minute in CI — the tasks they
+    /// waited for never ran.
     func until(_ condition: () -> Bool) async -> Bool {
         let end = ContinuousClock.now + .seconds(60)
         while !condition() {
             guard ContinuousClock.now < end else { return false }
-            await Task.yield()
+            try? await Task.sleep(for: .milliseconds(1))
         }
         return true
     }
