@@ -166,9 +166,15 @@ public final class DurableTimers: Sendable {
 
     /// Loads the timers due within the horizon and fires them as they come due, until
     /// ``shutdown(gracePeriod:)``. Idempotent.
+    ///
+    /// A PostgreSQL runner made while its database could not be reached waits here for it (the
+    /// store retries with a pause that doubles up to five seconds and reports each failure to
+    /// ``Options/onError``); cancelling the calling task ends the wait.
     public func start() async {
         guard runner.markStarted() else { return }
         if let changes = store.changes(namespace: namespace) { runner.follow(changes) }
+        await store.untilOpen()
+        guard !Task.isCancelled else { return }
         await runner.refill()
     }
 

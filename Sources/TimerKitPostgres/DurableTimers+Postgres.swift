@@ -17,8 +17,19 @@ extension DurableTimers {
     ///   - configuration: Where the database is and how to reach it (postgres-nio's).
     ///   - maximumClockSkew: An offset between this host's clock and the database's beyond which
     ///     ``DurableTimerError/clockSkew(milliseconds:)`` is reported to ``DurableTimers/Options/onError``.
-    /// - Throws: ``DurableTimerError/unreachable(reason:)`` when the database cannot be reached
-    ///   within ``DurableTimers/Options/busyTimeout``, ``DurableTimerError/store(reason:)`` when it
+    /// A database that cannot be reached does not fail the initializer: it reports
+    /// ``DurableTimerError/unreachable(reason:)`` to ``DurableTimers/Options/onError`` and goes on
+    /// opening in the background, retrying with a pause that doubles up to five seconds (each
+    /// failure reported). Meanwhile calls wait for it within ``DurableTimers/Options/busyTimeout``
+    /// and then throw `unreachable`; ``DurableTimers/run()`` waits until it answers — so an
+    /// instance that starts before its database (a deploy, a failover) needs no restart.
+    ///
+    /// The pool of `configuration` serves calls in two lanes: a quarter of its connections (at
+    /// least one, when it has two or more) is kept for renewals of held claims and the ends of
+    /// runs, so that the application's own calls cannot starve them. `LISTEN` has a connection of
+    /// its own beside the pool.
+    ///
+    /// - Throws: ``DurableTimerError/store(reason:)`` when the database
     ///   refuses the schema (no permission, say), ``DurableTimerError/schema(reason:)`` for a
     ///   schema newer than this build's (or older, with ``DurableTimers/SchemaUpgrade/verifyOnly``),
     ///   ``DurableTimerError/invalidKey(_:)`` for an empty namespace.
@@ -37,7 +48,7 @@ extension DurableTimers {
     ) async throws(DurableTimerError) {
         let store = try await PostgresTimerStore(
             configuration: configuration, timeSource: .database, notifyWithin: options.horizon, timeout: options.busyTimeout, maximumSkew: maximumClockSkew,
-            upgrade: options.schemaUpgrade, hostSkew: hostClockSkew.saturatingNanoseconds, listenerCheck: listenerCheck,
+            upgrade: options.schemaUpgrade, hostSkew: hostClockSkew.saturatingNanoseconds, listenerCheck: listenerCheck, waitsForDatabase: true,
             onError: options.onError)
         try self.init(store: store, namespace: namespace, clock: .wall, options: options)
     }

@@ -57,7 +57,18 @@ enum TestServer {
         return configuration
     }
 
-    /// `pg_ctl` for the test cluster (restart it with `restart -m fast -w`).
+    /// `pg_ctl` for the test cluster.
     static var control: String? { ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_CTL"] }
+
+    /// A second cluster, for the tests that stop or restart their server (`Scripts/with-postgres`
+    /// starts it): the suites running beside them keep the first.
+    static var outageURL: String? { ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_OUTAGE_URL"] }
+
+    /// `pg_ctl` for the second cluster (`restart -m fast -w`; `stop -m fast -w`, then `start -w`
+    /// with ``outageLog`` for its output).
+    static var outageControl: String? { ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_OUTAGE_CTL"] }
+
+    /// The second cluster's log file.
+    static var outageLog: String? { ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_OUTAGE_LOG"] }
 }
 #endif

@@ -99,6 +99,11 @@ package protocol DurableTimerStore: Sendable {
     /// load of the horizon).
     func changes(namespace: String) -> AsyncStream<DurableTimerChange>?
 
+    /// Returns once the store can serve calls — at once, unless it was made while its database
+    /// could not be reached and opens in the background (PostgreSQL) — or when the calling task
+    /// is cancelled.
+    func untilOpen() async
+
     /// Closes the store's connections. Idempotent.
     func close() async
 }
@@ -161,6 +166,7 @@ package enum DurableTimerOutcome: Sendable, Hashable {
 }
 
 extension DurableTimerStore {
+    package func untilOpen() async {}
     package var hostSkew: Int64 { 0 }
     package var executor: (any TaskExecutor)? { nil }
 }

@@ -18,7 +18,7 @@ extension PostgresTimerStore {
         var p: String?
     }
 
-    /// Listens on a pooled connection held for the purpose; after it drops, reconnects with a
+    /// Listens on a connection of its own, outside the pool (``listenerClient``); after it drops, reconnects with a
     /// pause that doubles up to two seconds and reports ``DurableTimerChange/reload``, since
     /// notifications sent meanwhile are lost. Measures the clock offset again at each connection
     /// and every ten seconds.
@@ -29,12 +29,15 @@ extension PostgresTimerStore {
     /// does not come, the store reports it, closes that connection, and so reconnects and reloads.
     func changes(namespace: String) -> AsyncStream<DurableTimerChange>? {
         let (stream, continuation) = AsyncStream.makeStream(of: DurableTimerChange.self)
-        let client = client
+        let client = listenerClient
         let onError = onError
+        let opened = opened
         let watch = Locked<(connection: PostgresConnection?, awaiting: String?)>((nil, nil))
         let listener = Task { [weak self] in
             var pause = Duration.milliseconds(100)
             var connected = false
+            // A store made while the database was away: its opening reports the outage.
+            guard await opened.wait() else { return continuation.finish() }
             while !Task.isCancelled {
                 do {
                     try await client.withConnection { connection in
@@ -90,8 +93,8 @@ extension PostgresTimerStore {
                 let token = UUID().uuidString
                 watch.withLock { $0.awaiting = token }
                 do {
-                    _ = try await self.call { client, logger in
-                        try await client.query(
+                    _ = try await self.call { connection, logger in
+                        try await connection.query(
                             "SELECT pg_notify(\(Self.channel), json_build_object('n', \(namespace)::text, 'p', \(token)::text)::text)", logger: logger)
                     }
                 } catch {

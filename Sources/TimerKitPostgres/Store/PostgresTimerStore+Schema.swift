@@ -15,7 +15,7 @@ extension PostgresTimerStore {
     /// - Returns: The versions applied, `nil` when none were needed.
     func migrate(_ upgrade: DurableTimers.SchemaUpgrade) async throws(DurableTimerError) -> ClosedRange<Int>? {
         let store = "the PostgreSQL database \(configuration.database ?? "(the role's default)")"
-        let found = try await call { client, logger in try await client.withConnection { try await Self.found($0, logger: logger) } }
+        let found = try await call(opening: true) { connection, logger in try await Self.found(connection, logger: logger) }
         guard let needed = try SchemaVersions.steps(from: found, upgrade: upgrade, store: store) else { return nil }
         do {
             return try await apply(upgrade, store: store)
@@ -30,8 +30,8 @@ extension PostgresTimerStore {
 
     /// Applies the missing migrations in one transaction behind the migration lock.
     private func apply(_ upgrade: DurableTimers.SchemaUpgrade, store: String) async throws(DurableTimerError) -> ClosedRange<Int>? {
-        try await call { client, logger in
-            try await client.withTransaction(logger: logger) { connection in
+        try await call(opening: true) { connection, logger in
+            try await connection.withTransaction(logger: logger) { connection in
                 try await connection.query("SELECT pg_advisory_xact_lock(\(Self.migrationLock))", logger: logger)
                 guard let steps = try SchemaVersions.steps(from: try await Self.found(connection, logger: logger), upgrade: upgrade, store: store) else {
                     return nil

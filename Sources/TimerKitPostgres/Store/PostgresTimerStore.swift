@@ -26,7 +26,11 @@ final class PostgresTimerStore: DurableTimerStore {
         case host
     }
 
+    /// The pool of the store's calls.
     let client: PostgresClient
+    /// A pool of one connection for the listener alone: `LISTEN` holds its connection for good,
+    /// and must neither take one of the pool's nor wait behind the pool's callers.
+    let listenerClient: PostgresClient
     let configuration: PostgresClient.Configuration
     let timeSource: TimeSource
     /// Writes ready within this many nanoseconds of now notify the other instances.
@@ -40,21 +44,41 @@ final class PostgresTimerStore: DurableTimerStore {
     let hostSkew: Int64
     /// How often the listening connection's liveness is checked (see ``changes(namespace:)``).
     let listenerCheck: Duration
+    /// Connections of the pool that only the reserved lane's calls may use (see ``Lane``).
+    let reservedConnections: Int
+    /// The general lane's share of the pool: the pool's size less the reserved connections; `nil`
+    /// for a pool of one, which the lanes share.
+    let generalPermits: Permits?
+    /// Open once the database has answered the store's opening (schema, clock): every call but
+    /// the opening's waits for it.
+    let opened: Latch
+    /// Why the opening has not succeeded yet, while it retries in the background.
+    let openingFailure = Locked<DurableTimerError?>(nil)
     private let applied = Locked<ClosedRange<Int>?>(nil)
     /// The versions this store's opening applied (`nil`: none, the database was current).
     var migrated: ClosedRange<Int>? { applied.withLock { $0 } }
 
     private let offset = Locked<(offset: Int64, uncertainty: Int64)>((0, 0))
-    private let tasks = Locked<(run: Task<Void, Never>?, listeners: [Task<Void, Never>], closed: Bool)>((nil, [], false))
+    private let tasks = Locked<(runs: [Task<Void, Never>], listeners: [Task<Void, Never>], closed: Bool)>(([], [], false))
 
     /// The channel of the notifications (lowercase: `LISTEN` names are case-sensitive).
     static let channel = "timerkit"
     /// Batches larger than this notify once ("load again") instead of once per timer.
     static let notifyEachUpTo = 64
 
+    /// The connections a pool of `size` keeps for the reserved lane: a quarter, at least one — none
+    /// for a pool of one.
+    static func reserved(ofPool size: Int) -> Int { size >= 2 ? max(1, size / 4) : 0 }
+
+    /// Opens a store: checks (or migrates) the schema and measures the clock.
+    ///
+    /// - Parameter waitsForDatabase: When the database cannot be reached, report it to `onError`
+    ///   and go on opening in the background, retrying with a pause that doubles up to five
+    ///   seconds, instead of throwing: calls made meanwhile wait for the opening within their
+    ///   timeout, and ``untilOpen()`` returns once it is done. Any other failure throws.
     init(
         configuration: PostgresClient.Configuration, timeSource: TimeSource, notifyWithin: Duration, timeout: Duration, maximumSkew: Duration,
-        upgrade: DurableTimers.SchemaUpgrade = .automatic, hostSkew: Int64 = 0, listenerCheck: Duration = .seconds(10),
+        upgrade: DurableTimers.SchemaUpgrade = .automatic, hostSkew: Int64 = 0, listenerCheck: Duration = .seconds(10), waitsForDatabase: Bool = false,
         onError: @escaping @Sendable (DurableTimerError) -> Void
     ) async throws(DurableTimerError) {
         self.hostSkew = hostSkew
@@ -68,13 +92,24 @@ final class PostgresTimerStore: DurableTimerStore {
         var logger = Logger(label: "TimerKitPostgres")
         logger.logLevel = .warning
         self.logger = logger
+        let size = max(configuration.options.maximumConnections, 1)
+        reservedConnections = Self.reserved(ofPool: size)
+        generalPermits = reservedConnections > 0 ? Permits(size - reservedConnections) : nil
+        opened = Latch()
         client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let client = client
-        tasks.withLock { $0.run = Task { await client.run() } }
+        var listening = configuration
+        listening.options.maximumConnections = 1
+        listening.options.minimumConnections = 0
+        listening.options.keepAliveBehavior = nil
+        listenerClient = PostgresClient(configuration: listening, backgroundLogger: logger)
+        let (client, listenerClient) = (client, listenerClient)
+        tasks.withLock { $0.runs = [Task { await client.run() }, Task { await listenerClient.run() }] }
         do {
-            let steps = try await migrate(upgrade)
-            applied.withLock { $0 = steps }
-            if timeSource == .database { try await measureOffset() }
+            try await open(upgrade)
+        } catch .unreachable(let reason) where waitsForDatabase {
+            openingFailure.withLock { $0 = .unreachable(reason: reason) }
+            onError(.unreachable(reason: "\(reason); opening again in the background: the runner starts once the database answers"))
+            keep([Task { [weak self] in await self?.openInBackground(upgrade) }])
         } catch {
             await close()
             throw error
@@ -82,10 +117,39 @@ final class PostgresTimerStore: DurableTimerStore {
     }
 
     deinit {
-        let (run, listeners) = tasks.withLock { ($0.run, $0.listeners) }
-        run?.cancel()
-        for listener in listeners { listener.cancel() }
+        let (runs, listeners) = tasks.withLock { ($0.runs, $0.listeners) }
+        for task in runs + listeners { task.cancel() }
     }
+
+    /// The opening: the schema, the clock; then every waiting call goes ahead.
+    private func open(_ upgrade: DurableTimers.SchemaUpgrade) async throws(DurableTimerError) {
+        let steps = try await migrate(upgrade)
+        applied.withLock { $0 = steps }
+        if timeSource == .database { try await measureOffset() }
+        openingFailure.withLock { $0 = nil }
+        opened.open()
+    }
+
+    /// Opens again until it succeeds or the store is closed, reporting each failure.
+    private func openInBackground(_ upgrade: DurableTimers.SchemaUpgrade) async {
+        var pause = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            try? await Task.sleep(for: pause)
+            pause = min(pause * 2, .seconds(5))
+            do {
+                try await open(upgrade)
+                return
+            } catch {
+                guard !Task.isCancelled else { return }
+                openingFailure.withLock { $0 = error }
+                onError(error)
+            }
+        }
+    }
+
+    /// Returns once the store is open (at once, unless it was made while the database was away),
+    /// or when the calling task is cancelled.
+    func untilOpen() async { _ = await opened.wait() }
 
     /// Keeps tasks that end with the store.
     func keep(_ tasks: [Task<Void, Never>]) {
@@ -96,15 +160,15 @@ final class PostgresTimerStore: DurableTimerStore {
         if closed { for task in tasks { task.cancel() } }
     }
 
-    /// Stops the listeners and the connection pool. Returns at once: postgres-nio's pool may take
+    /// Stops the listeners and the connection pools. Returns at once: postgres-nio's pool may take
     /// its time to close connections it is still opening (a server that refuses them).
     func close() async {
-        let (run, listeners) = tasks.withLock { state in
-            defer { state = (nil, [], true) }
-            return (state.run, state.listeners)
+        let (runs, listeners) = tasks.withLock { state in
+            defer { state = ([], [], true) }
+            return (state.runs, state.listeners)
         }
         for listener in listeners { listener.cancel() }
-        run?.cancel()
+        for run in runs { run.cancel() }
     }
 
     // MARK: Time
@@ -125,21 +189,19 @@ final class PostgresTimerStore: DurableTimerStore {
     /// measurement's own uncertainty.
     func measureOffset() async throws(DurableTimerError) {
         let samples = Self.offsetSamples
-        let best = try await call { client, logger in
-            try await client.withConnection { connection in
-                var best: (offset: Int64, roundTrip: Int64) = (0, .max)
-                for _ in 0..<samples {
-                    let wall = TimerClock.wall.now.nanoseconds
-                    let start = TimerClock.continuous.now.nanoseconds
-                    var database: Int64 = 0
-                    for try await value in try await connection.query("SELECT timerkit_now_ns()", logger: logger).decode(Int64.self) {
-                        database = value
-                    }
-                    let roundTrip = max(TimerClock.continuous.now.nanoseconds - start, 0)
-                    if roundTrip < best.roundTrip { best = (database - wall.addingSaturating(roundTrip / 2), roundTrip) }
+        let best = try await call(opening: true) { connection, logger in
+            var best: (offset: Int64, roundTrip: Int64) = (0, .max)
+            for _ in 0..<samples {
+                let wall = TimerClock.wall.now.nanoseconds
+                let start = TimerClock.continuous.now.nanoseconds
+                var database: Int64 = 0
+                for try await value in try await connection.query("SELECT timerkit_now_ns()", logger: logger).decode(Int64.self) {
+                    database = value
                 }
-                return best
+                let roundTrip = max(TimerClock.continuous.now.nanoseconds - start, 0)
+                if roundTrip < best.roundTrip { best = (database - wall.addingSaturating(roundTrip / 2), roundTrip) }
             }
+            return best
         }
         let measured = best.offset - hostSkew
         let uncertainty = best.roundTrip / 2
@@ -174,8 +236,8 @@ final class PostgresTimerStore: DurableTimerStore {
         let notify = records.count <= Self.notifyEachUpTo ? "each" : "once"
         let horizon = notifyWithin
         do {
-            return try await call { client, logger in
-                let rows = try await client.query(
+            return try await call { connection, logger in
+                let rows = try await connection.query(
                     """
                     WITH written AS (
                         INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence)
@@ -220,9 +282,9 @@ final class PostgresTimerStore: DurableTimerStore {
             SELECT removed.*, (removed.owner IS NOT NULL AND removed.lease_until_ns > c.ns) FROM removed, c
                 LEFT JOIN (SELECT count(*) FROM notified) n ON true
             """
-        return try await call { client, logger in
+        return try await call { connection, logger in
             var removal: DurableRemoval?
-            for try await row in try await client.query(query, logger: logger) {
+            for try await row in try await connection.query(query, logger: logger) {
                 let cells = row.makeRandomAccess()
                 removal = DurableRemoval(record: try Self.record(row), wasClaimed: try cells[cells.count - 1].decode(Bool.self))
             }
@@ -249,8 +311,8 @@ final class PostgresTimerStore: DurableTimerStore {
             RETURNING \(unescaped: Self.columns(prefix: "t."))
             """)
         if let claimed { return .claimed(claimed) }
-        let readyAt = try await call { client, logger in
-            let rows = try await client.query(
+        let readyAt = try await call { connection, logger in
+            let rows = try await connection.query(
                 "SELECT ready_at_ns FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND NOT parked", logger: logger)
             var readyAt: Int64?
             for try await value in rows.decode(Int64.self) { readyAt = value }
@@ -279,9 +341,9 @@ final class PostgresTimerStore: DurableTimerStore {
             SELECT \(unescaped: Self.allColumns), false FROM timerkit_timers
             WHERE namespace = \(namespace) AND key = ANY(\(keys)::text[]) AND NOT parked AND key NOT IN (SELECT key FROM claimed)
             """
-        return try await call { client, logger in
+        return try await call { connection, logger in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])
-            for try await row in try await client.query(query, logger: logger) {
+            for try await row in try await connection.query(query, logger: logger) {
                 let record = try Self.record(row)
                 let cells = row.makeRandomAccess()
                 if try cells[cells.count - 1].decode(Bool.self) {
@@ -329,9 +391,9 @@ final class PostgresTimerStore: DurableTimerStore {
             WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
             RETURNING t.key
             """
-        return try await call { client, logger in
+        return try await call(.reserved) { connection, logger in
             var removed: Set<StoredKey> = []
-            for try await key in try await client.query(query, logger: logger).decode(String.self) { removed.insert(StoredKey(key)) }
+            for try await key in try await connection.query(query, logger: logger).decode(String.self) { removed.insert(StoredKey(key)) }
             return removed
         }
     }
@@ -348,9 +410,9 @@ final class PostgresTimerStore: DurableTimerStore {
             WHERE t.namespace = \(namespace) AND t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
             RETURNING t.key
             """
-        return try await call { client, logger in
+        return try await call(.reserved) { connection, logger in
             var renewed: Set<StoredKey> = []
-            for try await key in try await client.query(query, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
+            for try await key in try await connection.query(query, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
             return renewed
         }
     }
@@ -419,8 +481,8 @@ final class PostgresTimerStore: DurableTimerStore {
     }
 
     func count(namespace: String) async throws(DurableTimerError) -> Int {
-        try await call { client, logger in
-            let rows = try await client.query("SELECT count(*) FROM timerkit_timers WHERE namespace = \(namespace)", logger: logger)
+        try await call { connection, logger in
+            let rows = try await connection.query("SELECT count(*) FROM timerkit_timers WHERE namespace = \(namespace)", logger: logger)
             var count: Int64 = 0
             for try await value in rows.decode(Int64.self) { count = value }
             return Int(count)
@@ -469,9 +531,9 @@ final class PostgresTimerStore: DurableTimerStore {
     }
 
     private func fetchAll(_ query: PostgresQuery) async throws(DurableTimerError) -> [DurableTimerRecord] {
-        try await call { client, logger in
+        try await call { connection, logger in
             var records: [DurableTimerRecord] = []
-            for try await row in try await client.query(query, logger: logger) { records.append(try Self.record(row)) }
+            for try await row in try await connection.query(query, logger: logger) { records.append(try Self.record(row)) }
             return records
         }
     }
@@ -499,65 +561,11 @@ final class PostgresTimerStore: DurableTimerStore {
             sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)) SELECT count(*), 0::bigint FROM changed", binds: query.binds)
         }
         let final = sql
-        return try await call { client, logger in
+        return try await call(.reserved) { connection, logger in
             var count: Int64 = 0
-            for try await (changed, _) in try await client.query(final, logger: logger).decode((Int64, Int64).self) { count = changed }
+            for try await (changed, _) in try await connection.query(final, logger: logger).decode((Int64, Int64).self) { count = changed }
             return count > 0
         }
-    }
-
-    /// Runs `body` against the database within the timeout, mapping its failures. A call that
-    /// outlives the timeout is cancelled and left behind, never waited for: postgres-nio's pool
-    /// may hold a lease request through a server restart for up to a minute.
-    func call<T: Sendable>(_ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T) async throws(DurableTimerError) -> T {
-        let client = client
-        let logger = logger
-        let timeout = timeout
-        let result: Result<T, DurableTimerError> = await withCheckedContinuation { continuation in
-            let waiting = Locked<CheckedContinuation<Result<T, DurableTimerError>, Never>?>(continuation)
-            let work = Locked<Task<Void, Never>?>(nil)
-            let deadline = try? TimerClock.continuous.schedule(at: .after(timeout)) {
-                guard let continuation = waiting.withLock({ $0.take() }) else { return }
-                work.withLock { $0 }?.cancel()
-                continuation.resume(returning: .failure(.unreachable(reason: "no answer within \(timeout)")))
-            }
-            let task = Task {
-                let result: Result<T, DurableTimerError>
-                do {
-                    result = .success(try await body(client, logger))
-                } catch {
-                    result = .failure(Self.mapped(error))
-                }
-                deadline?.cancel()
-                waiting.withLock { $0.take() }?.resume(returning: result)
-            }
-            work.withLock { $0 = task }
-        }
-        return try result.get()
-    }
-
-    /// A failure of the database or the connection as a ``DurableTimerError``.
-    static func mapped(_ error: any Error) -> DurableTimerError {
-        if let error = error as? DurableTimerError { return error }
-        if let error = error as? PostgresTransactionError {
-            return mapped(error.closureError ?? error.beginError ?? error.commitError ?? error.rollbackError ?? CancellationError())
-        }
-        if let error = error as? PSQLError {
-            let state = error.serverInfo?[.sqlState]
-            let message = error.serverInfo?[.message] ?? "\(error.code)"
-            switch error.code {
-            case .server:
-                // Class 08: connection exceptions; 57P0x: the server is shutting down or starting.
-                if let state, state.hasPrefix("08") || state.hasPrefix("57P") { return .unreachable(reason: "\(message) (\(state))") }
-                return .store(reason: "\(message) (\(state ?? "?"))")
-            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed:
-                return .unreachable(reason: "\(error.code)\(error.underlying.map { ": \($0)" } ?? "")")
-            default:
-                return .store(reason: String(reflecting: error))
-            }
-        }
-        if error is CancellationError { return .unreachable(reason: "cancelled") }
-        return .unreachable(reason: "\(error)")
     }
 }
 

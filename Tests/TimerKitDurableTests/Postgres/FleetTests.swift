@@ -224,8 +224,9 @@ struct FleetTests {
 
     @Test("The database restarted mid-run: schedules and claims fail meanwhile with a clear error, runners back off and resume; nothing is lost")
     func databaseRestarted() async throws {
-        let control = try #require(TestServer.control, "TIMERKIT_POSTGRES_CTL is not set: run the tests through Scripts/with-postgres")
+        let control = try #require(TestServer.outageControl, "TIMERKIT_POSTGRES_OUTAGE_CTL is not set: run the tests through Scripts/with-postgres")
         let fleet = try Fleet()
+        fleet.url = TestServer.outageURL
         defer { fleet.stopAll() }
         for name in ["a", "b", "c"] { try fleet.launch(name) }
         try await Task.sleep(for: .milliseconds(500))
@@ -251,6 +252,65 @@ struct FleetTests {
         #expect(log.missing(keys).count == 0)
         #expect(errors.contains("cannot be reached") || errors.contains("failed"), "the outage was reported")
         #expect(try await fleet.remaining() == 0)
+    }
+
+    @Test(
+        "The database stopped for 20 s while timers come due: runners report it, keep their processes, and resume when it is back; 0 missing, and a timer runs twice only if it was running when the database stopped"
+    )
+    func databaseStopped() async throws {
+        let control = try #require(TestServer.outageControl, "TIMERKIT_POSTGRES_OUTAGE_CTL is not set: run the tests through Scripts/with-postgres")
+        let serverLog = try #require(TestServer.outageLog)
+        let fleet = try Fleet()
+        fleet.url = TestServer.outageURL
+        defer { fleet.stopAll() }
+        for name in ["a", "b", "c"] { try fleet.launch(name, ["--slow-ms", "200"]) }
+        try await Task.sleep(for: .milliseconds(500))
+        // 600 timers due over 30 s from a second on: some run before the stop, most come due
+        // during the 20 s it lasts, the rest after.
+        let first = Date().addingTimeInterval(1)
+        let (count, spread): (Int, Duration) = (600, .seconds(30))
+        let keys = try await fleet.schedule(count, from: first, over: spread)
+        try await Task.sleep(for: .seconds(3))
+        let stoppedAt = Date().nanosecondsSince1970
+        #expect(try await shell("\(control) stop -m fast -w -t 60", fleet) == "0", "pg_ctl stop succeeded")
+        try await Task.sleep(for: .seconds(20))
+        #expect(try await shell("\(control) -l \(serverLog) -w -t 60 start", fleet) == "0", "pg_ctl start succeeded")
+        #expect(await fleet.ended(), "the fleet emptied the namespace once the database was back, without a restart")
+        #expect(
+            fleet.processes.values.allSatisfy { !$0.isRunning && $0.terminationStatus == 0 },
+            "every instance ended by itself: \(fleet.reports(of: ["a", "b", "c"]))")
+        let log = Log(path: fleet.log)
+        let due = Dictionary(
+            uniqueKeysWithValues: keys.enumerated().map { index, key in
+                (key, first.nanosecondsSince1970 + spread.saturatingNanoseconds * Int64(index) / Int64(count))
+            })
+        // A run is "cut" by the stop if it began before it: its end could not be written, its
+        // lease lapsed on the database's clock meanwhile, and another instance may run it again.
+        let firstStart = Dictionary(log.starts.map { ($0.key, due[$0.key]! + $0.lateness) }, uniquingKeysWith: min)
+        let unexplained = log.duplicates.filter { firstStart[$0]! >= stoppedAt }
+        let errors = ["a", "b", "c"].map { (try? String(contentsOfFile: fleet.errors(of: $0), encoding: .utf8)) ?? "" }.joined()
+        print(
+            "fleet database stopped 20 s: \(log.starts.count) runs of \(keys.count) timers, \(log.duplicates.count) duplicates (runs cut by the stop), "
+                + "\(log.missing(keys).count) missing")
+        #expect(log.missing(keys).isEmpty)
+        #expect(unexplained.isEmpty, "a timer that began after the stop ran twice: \(unexplained.sorted())")
+        #expect(errors.contains("cannot be reached"), "the outage was reported")
+        #expect(try await fleet.remaining() == 0)
+    }
+
+    /// Runs a shell command (a `pg_ctl`) and returns its exit status as text. The status lands in
+    /// a file: Foundation's Process does not see the shell end while a server it started holds
+    /// descriptors it inherited.
+    func shell(_ command: String, _ fleet: Fleet) async throws -> String {
+        let status = fleet.folder.folder.appendingPathComponent("status-\(UUID().uuidString.prefix(8))").path
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "\(command) >/dev/null 2>&1 </dev/null; echo $? > \(status)"]
+        try process.run()
+        let end = ContinuousClock.now + .seconds(90)
+        while !FileManager.default.fileExists(atPath: status), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
+        try await Task.sleep(for: .milliseconds(20))
+        return ((try? String(contentsOfFile: status, encoding: .utf8)) ?? "none").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     @Test("Host clocks off by ±5 s on two of three instances: no duplicate, no timer missing, none before its due time on the database's clock")

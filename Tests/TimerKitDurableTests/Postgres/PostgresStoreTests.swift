@@ -202,17 +202,29 @@ struct PostgresStoreTests {
         #expect(try await timers.count() >= 0)
     }
 
-    @Test("A server that cannot be reached: opening throws unreachable, naming the cause, within the busy timeout")
+    @Test(
+        "A server that cannot be reached: the deploy step's migrate throws unreachable, naming the cause; a runner's initializer returns and reports it, and its calls throw it within the busy timeout"
+    )
     func unreachable() async throws {
         var configuration = try TestServer.configuration()
         configuration = PostgresClient.Configuration(host: "127.0.0.1", port: 1, username: configuration.username, password: nil, database: nil, tls: .disable)
         let start = ContinuousClock.now
         await #expect {
-            _ = try await DurableTimers(postgres: configuration, options: options { $0.busyTimeout = .seconds(2) })
+            try await DurableTimers.migrate(postgres: configuration, timeout: .seconds(2))
         } throws: { error in
             guard case DurableTimerError.unreachable = error else { return false }
             return "\(error)".contains("cannot be reached")
         }
+        let reported = Locked<[DurableTimerError]>([])
+        let timers = try await DurableTimers(
+            postgres: configuration,
+            options: options { options in
+                options.busyTimeout = .seconds(2)
+                options.onError = { error in reported.withLock { $0.append(error) } }
+            })
+        #expect(reported.withLock { $0 }.first.map { "\($0)".contains("cannot be reached") } == true, "\(reported.withLock { $0 })")
+        await #expect(throws: DurableTimerError.self) { try await timers.count() }
+        await timers.shutdown()
         #expect(ContinuousClock.now - start < .seconds(30))
     }
 
