@@ -87,6 +87,33 @@ extension FleetTests {
         }
 
         @Test(
+            "C17: a call whose connection goes half-open times out as unreachable and closes that connection: with a pool of one, the next call gets a new connection and succeeds, instead of waiting behind the dead one until the operating system gives up"
+        )
+        func timedOutCallClosesItsConnection() async throws {
+            let proxy = try FaultProxy()
+            defer { proxy.stop() }
+            var configuration = try proxy.configuration()
+            configuration.options.maximumConnections = 1
+            let timers = try await DurableTimers(
+                postgres: configuration, namespace: "half-open-\(UUID().uuidString.prefix(8))", options: serverOptions { $0.busyTimeout = .seconds(1) })
+            #expect(try await timers.count() == 0)
+            try proxy.send("blackhole-all")  // the pool's connection: bytes stop both ways, nothing closes
+            await #expect {
+                try await timers.count()
+            } throws: { error in
+                guard case DurableTimerError.unreachable = error else { return false }
+                return true
+            }
+            // Before: the query never answered, so postgres-nio kept the connection leased; every
+            // later call waited for it and timed out too.
+            #expect(
+                await eventually {
+                    do { return try await timers.count() == 0 } catch { return false }
+                }, "a new connection serves the next call")
+            await timers.shutdown()
+        }
+
+        @Test(
             "C17: the application's calls fill every general connection of two instances' pools (inserts a trigger holds 4 s each): renewals and completions take the reserved one, a 1 s lease held for 5 s never lapses, and the timer runs once"
         )
         func reservedLane() async throws {
