@@ -19,6 +19,20 @@ public enum DurableTimerEvent: Sendable, Hashable {
     /// time zone), or its handler started ``DurableTimers/Options/maxAttempts`` times without
     /// finishing (the process died each time). `reason` is what ``DurableTimerInfo/lastError`` says.
     case parked(key: String, handler: String, reason: String)
+    /// The runner read the keys and ready times of `timers` timers from the store in `duration`
+    /// and armed them: its whole horizon (at start, every half horizon, after its connection to
+    /// other instances' changes came back) or a window of it (a batch another instance wrote).
+    case loaded(scope: LoadScope, timers: Int, duration: Duration)
+
+    /// What a load of ``DurableTimerEvent/loaded(scope:timers:duration:)`` read.
+    public enum LoadScope: String, Sendable, Hashable {
+        /// Every timer ready within ``DurableTimers/Options/horizon`` (or the next piece of it,
+        /// when it holds more than one load arms).
+        case horizon
+        /// The timers ready within the window of ready times that a batch written on another
+        /// instance touched (PostgreSQL).
+        case window
+    }
 
     /// What became of an occurrence whose handler ended.
     public enum Outcome: Sendable, Hashable {

@@ -60,6 +60,12 @@ extension DurableTimers {
         /// and return. Nothing by default; `TimerKitDurableMetrics` reports them as metrics and logs.
         public var onEvent: @Sendable (DurableTimerEvent) -> Void = { _ in }
 
+        /// The most timers one load of the horizon arms (tests make it small). A horizon that
+        /// holds more — a backlog after downtime — is loaded in pieces, each after the last: the
+        /// next piece once the overdue ones of this one have come due (their catch-up spread), or
+        /// when the last timer of a piece of future ones does.
+        package var maximumArmed = 100_000
+
         /// The defaults.
         public init() {}
     }

@@ -24,6 +24,9 @@ import TimerKitDurable
 /// | `timerkit_durable_retries` | counter | `handler` | runs that threw and will run again |
 /// | `timerkit_durable_parked` | counter | `handler` | timers parked as failed |
 /// | `timerkit_durable_errors` | counter | `error` (the case's name) | failures the runner met on its own |
+/// | `timerkit_durable_loads` | counter | `scope`: `horizon`, `window` | loads of the horizon, and of windows of it that other instances' batches touched |
+/// | `timerkit_durable_loaded_timers` | counter | `scope` | timers those loads read (keys and ready times) |
+/// | `timerkit_durable_load_duration` | timer | `scope` | how long a load took |
 /// | `timerkit_durable_pending` | gauge | | timers in the namespace (at each ``sample(_:)``) |
 /// | `timerkit_durable_due` | gauge | | occurrences due in this runner, waiting for a claim or a handler slot |
 /// | `timerkit_durable_running` | gauge | | handlers running in this runner |
@@ -111,6 +114,13 @@ public final class DurableTimersMetrics: Sendable {
             counter("timerkit_durable_parked", ["handler": handler]).increment()
             logger.error(
                 "durable timer parked without a run", metadata: ["namespace": "\(namespace)", "key": "\(key)", "handler": "\(handler)", "error": "\(reason)"])
+        case .loaded(let scope, let timers, let duration):
+            counter("timerkit_durable_loads", ["scope": scope.rawValue]).increment()
+            counter("timerkit_durable_loaded_timers", ["scope": scope.rawValue]).increment(by: timers)
+            timer("timerkit_durable_load_duration", ["scope": scope.rawValue]).recordNanoseconds(duration.saturatingNanoseconds)
+            logger.debug(
+                "durable timers loaded", metadata: ["namespace": "\(namespace)", "scope": "\(scope.rawValue)", "timers": "\(timers)", "duration": "\(duration)"]
+            )
         }
     }
 

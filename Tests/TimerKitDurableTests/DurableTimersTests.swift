@@ -174,6 +174,42 @@ struct DurableTimersTests {
     }
 
     @Test(
+        "A backlog larger than one load arms (25 overdue timers, 10 a load) is loaded in pieces, the next once the last one's catch-up spread has passed — never back to back over rows still waiting — and each timer runs once"
+    )
+    func backlogLoadsInPieces() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let loads = Locked<[Int]>([])
+        let options = exactOptions { options in
+            options.maximumArmed = 10
+            options.catchUpRate = 10  // a piece of 10 overdue timers is spread over a second
+            options.onEvent = { event in
+                if case .loaded(.horizon, let timers, _) = event { loads.withLock { $0.append(timers) } }
+            }
+        }
+        let first = try await runner(database, virtual, log: log, options: options)
+        #expect(try await first.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(1), payload: Note(text: "x")) }, handler: "note") == 25)
+        await first.shutdown()
+        await virtual.advance(by: .seconds(3_600))
+        let second = try await runner(database, virtual, log: log, options: options)
+        await second.start()
+        #expect(loads.withLock { $0 } == [10])
+        await virtual.advance(by: .milliseconds(900))
+        // Before: a load cut short loaded again a millisecond later, from the beginning — the
+        // rows of its own piece, still waiting for their spread offsets — 900 times here.
+        #expect(loads.withLock { $0 } == [10], "no load while the piece's catch-up runs")
+        await virtual.advance(by: .milliseconds(100))
+        #expect(loads.withLock { $0 } == [10, 10], "the second piece once the first one's spread has passed")
+        await virtual.advance(by: .seconds(1))
+        #expect(loads.withLock { $0 } == [10, 10, 5])
+        await virtual.advance(by: .seconds(1))
+        #expect(log.count == 25 && Set(log.all.map(\.fire.key)).count == 25)
+        #expect(try await second.count() == 0)
+        await second.shutdown()
+    }
+
+    @Test(
         "At least once: a handler that throws is retried with a doubling delay and the same idempotency key, then parked as failed with its error; retry(key:) schedules it again"
     )
     func retriesThenParks() async throws {

@@ -197,7 +197,7 @@ struct StoreSeamTests {
         records += [record(ns + "-other", "k00", due: epoch)]
         #expect(try await store.putAll(records, conflict: .fail) == 53)
         var cursor: DurableTimerCursor?
-        var seen: [DurableTimerRecord] = []
+        var seen: [DurableReadyTimer] = []
         while true {
             let page = try await store.ready(namespace: ns, by: epoch + 9 * second, handlers: ["note"], after: cursor, limit: 7)
             seen += page

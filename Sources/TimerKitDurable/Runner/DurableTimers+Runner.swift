@@ -71,12 +71,18 @@ extension DurableTimers {
             /// The runs whose handlers run here.
             var runs: [StoredKey: RunHandle] = [:]
             var refill: ScheduledCallback?
-            /// A load of the horizon is under way; the requests that came meanwhile wait for the
-            /// next one (see ``Runner/refill()``).
+            /// A load is under way; the requests that came meanwhile wait for the next one (see
+            /// ``Runner/refill()`` and ``Runner/loadWindow(from:through:)``).
             var loading = false
             var loadWaiters: [CheckedContinuation<Bool, Never>] = []
-            /// How many times the horizon was loaded (tests: reloads coalesce).
+            /// The ready times of the windows asked for while a load ran, merged.
+            var pendingWindow: ClosedRange<Int64>?
+            /// Where the next load of the horizon goes on from: the last timer a load cut short at
+            /// ``Options/maximumArmed`` read; `nil` to start from the beginning.
+            var resumeAfter: DurableTimerCursor?
+            /// How many times the horizon, and windows of it, were loaded (tests: reloads coalesce).
             var horizonLoads = 0
+            var windowLoads = 0
             var renewal: ScheduledCallback?
             var follower: Task<Void, Never>?
             /// Shutdowns waiting for the machine to drain (or their grace period to end).
@@ -90,8 +96,6 @@ extension DurableTimers {
 
         let state: Locked<State>
         let context: Context
-        /// The most timers a refill arms; past it, it arms again when the last one loaded comes due.
-        static let maximumArmed = 1_000_000
         /// Rows read from the store per query while loading the horizon.
         static let pageSize = 5_000
 

@@ -158,14 +158,23 @@ extension DurableTimers.Runner {
 
     // MARK: Loading
 
+    /// What a load reads.
+    enum Load {
+        /// The horizon: everything ready by now plus the horizon (from where the last load cut
+        /// short stopped, if it did).
+        case horizon
+        /// The timers ready within a window of the horizon that another instance wrote in a batch.
+        case window(ClosedRange<Int64>)
+    }
+
     /// Loads the horizon (``loadHorizon()``), coalescing requests: one load runs at a time, and
     /// every request that comes while it runs is served by one more load after it (a burst of
     /// notifications to reload, or a refill due meanwhile, costs two loads, not one each). Returns
-    /// when a load that began after the request has ended.
+    /// when a load of the horizon that began after the request has ended.
     func refill() async {
         guard isStarted else { return }
-        let runs: Bool = await withCheckedContinuation { continuation in
-            let first = state.withLock { state -> Bool in
+        let leads: Bool = await withCheckedContinuation { continuation in
+            let leads = state.withLock { state -> Bool in
                 if state.loading {
                     state.loadWaiters.append(continuation)
                     return false
@@ -173,42 +182,81 @@ extension DurableTimers.Runner {
                 state.loading = true
                 return true
             }
-            if first { continuation.resume(returning: true) }
+            if leads { continuation.resume(returning: true) }
         }
-        guard runs else { return }
-        var served: [CheckedContinuation<Bool, Never>] = []
-        while true {
-            await loadHorizon()
-            for waiter in served { waiter.resume(returning: false) }
-            served = state.withLock { state in
-                defer { state.loadWaiters = [] }
-                if state.loadWaiters.isEmpty { state.loading = false }
-                return state.loadWaiters
+        guard leads else { return }
+        await loads(startingWith: .horizon)
+    }
+
+    /// Loads the timers ready from `from` through `through` (a batch another instance wrote, too
+    /// large to be told of one by one), within what is loaded. Windows asked for while a load
+    /// runs are merged into one load after it; a load of the horizon pending covers them.
+    func loadWindow(from: Int64, through: Int64) {
+        guard isStarted, from <= through else { return }
+        let leads = state.withLock { state -> Bool in
+            guard !state.loading else {
+                state.pendingWindow = state.pendingWindow.map { min($0.lowerBound, from)...max($0.upperBound, through) } ?? from...through
+                return false
             }
-            if served.isEmpty { return }
+            state.loading = true
+            return true
+        }
+        if leads { spawn { await self.loads(startingWith: .window(from...through)) } }
+    }
+
+    /// Runs `first`, then the loads asked for meanwhile — the horizon's first (it covers every
+    /// window), then the merged window — until none is asked for.
+    private func loads(startingWith first: Load) async {
+        var next: Load? = first
+        var served: [CheckedContinuation<Bool, Never>] = []
+        while let load = next {
+            switch load {
+            case .horizon: await loadHorizon()
+            case .window(let window): await loadWindow(window)
+            }
+            for waiter in served { waiter.resume(returning: false) }
+            (served, next) = state.withLock { state -> ([CheckedContinuation<Bool, Never>], Load?) in
+                if !state.loadWaiters.isEmpty {
+                    defer { (state.loadWaiters, state.pendingWindow) = ([], nil) }
+                    return (state.loadWaiters, .horizon)
+                }
+                if let window = state.pendingWindow {
+                    state.pendingWindow = nil
+                    return ([], .window(window))
+                }
+                state.loading = false
+                return ([], nil)
+            }
         }
     }
 
-    /// Loads every timer ready within the horizon and arms it; overdue ones (after downtime) are
-    /// spread over `count / catchUpRate` seconds, each at a fixed offset of its key. Then arms the
-    /// next refill, halfway through the horizon.
+    /// Loads every timer ready within the horizon and arms it, at most ``Options/maximumArmed``
+    /// of them: a load cut short there is carried on by the next from where it stopped. Overdue
+    /// timers (after downtime) are spread over `count / catchUpRate` seconds (at most a minute),
+    /// each at a fixed offset of its key. Then arms the next load: halfway through the horizon —
+    /// or, cut short, once this piece's overdue timers have come due, or when its last future one
+    /// does.
     private func loadHorizon() async {
         guard isStarted else { return }
-        state.withLock { $0.horizonLoads += 1 }
+        let began = context.monotonicNow()
         let options = context.options
         let now = context.now()
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
-        var loaded: [DurableTimerRecord] = []
-        var cursor: DurableTimerCursor?
+        var cursor = state.withLock { state in
+            state.horizonLoads += 1
+            return state.resumeAfter
+        }
+        var loaded: [DurableReadyTimer] = []
         var truncated = false
         do {
             let names = handlerNames
             while true {
-                let page = try await context.store.ready(namespace: context.namespace, by: until, handlers: names, after: cursor, limit: Self.pageSize)
+                let limit = min(Self.pageSize, options.maximumArmed - loaded.count)
+                let page = try await context.store.ready(namespace: context.namespace, by: until, handlers: names, after: cursor, limit: limit)
                 loaded += page
-                guard page.count == Self.pageSize, let last = page.last else { break }
+                guard page.count == limit, let last = page.last else { break }
                 cursor = DurableTimerCursor(readyAt: last.readyAt, key: last.key)
-                if loaded.count >= Self.maximumArmed {
+                if loaded.count >= options.maximumArmed {
                     truncated = true
                     break
                 }
@@ -221,17 +269,56 @@ extension DurableTimers.Runner {
         let overdue = loaded.lazy.filter { $0.readyAt < now }.count
         let spread = min(Int64(overdue).multipliedSaturating(by: 1_000_000_000) / Int64(options.catchUpRate), 60_000_000_000)
         let loadedUntil = truncated ? loaded.last!.readyAt : until
+        state.withLock { $0.resumeAfter = truncated ? cursor : nil }
         transition { machine in
             machine.loaded(until: loadedUntil)
             var actions: [Machine.Action] = []
-            for record in loaded {
-                let wakeAt = record.readyAt < now ? now.addingSaturating(Self.offset(of: record.key, within: spread)) : record.readyAt
-                actions += machine.load(StoredKey(record.key), readyAt: record.readyAt, wakeAt: wakeAt)
+            for timer in loaded {
+                let wakeAt = timer.readyAt < now ? now.addingSaturating(Self.offset(of: timer.key, within: spread)) : timer.readyAt
+                actions += machine.load(StoredKey(timer.key), readyAt: timer.readyAt, wakeAt: wakeAt)
             }
             return actions
         }
-        let half = now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
-        scheduleRefill(at: truncated ? max(loadedUntil, now.addingSaturating(1_000_000)) : half)
+        context.options.onEvent(.loaded(scope: .horizon, timers: loaded.count, duration: .nanoseconds(context.monotonicNow() - began)))
+        let next: Int64 =
+            if !truncated {
+                now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
+            } else if loadedUntil < now {
+                now.addingSaturating(max(spread, 1_000_000))
+            } else {
+                max(loadedUntil, now.addingSaturating(1_000_000))
+            }
+        scheduleRefill(at: next)
+    }
+
+    /// Loads the timers ready within `window`, as far as the horizon is loaded, and arms them.
+    private func loadWindow(_ window: ClosedRange<Int64>) async {
+        guard isStarted else { return }
+        let began = context.monotonicNow()
+        let loadedUntil = state.withLock { state in
+            state.windowLoads += 1
+            return state.machine.loadedUntil
+        }
+        let through = min(window.upperBound, loadedUntil)
+        guard window.lowerBound <= through else { return }
+        // Keys are never empty: a cursor at the window's first instant with the empty key takes
+        // every timer ready then.
+        var cursor: DurableTimerCursor? = DurableTimerCursor(readyAt: window.lowerBound, key: "")
+        var loaded: [DurableReadyTimer] = []
+        do {
+            let names = handlerNames
+            while let after = cursor {
+                let page = try await context.store.ready(namespace: context.namespace, by: through, handlers: names, after: after, limit: Self.pageSize)
+                loaded += page
+                cursor = page.count == Self.pageSize ? page.last.map { DurableTimerCursor(readyAt: $0.readyAt, key: $0.key) } : nil
+            }
+        } catch {
+            // The next load of the horizon takes them.
+            context.options.onError(error)
+            return
+        }
+        transition { machine in loaded.flatMap { machine.load(StoredKey($0.key), readyAt: $0.readyAt) } }
+        context.options.onEvent(.loaded(scope: .window, timers: loaded.count, duration: .nanoseconds(context.monotonicNow() - began)))
     }
 
     private func scheduleRefill(at instant: Int64) {
@@ -268,7 +355,11 @@ extension DurableTimers.Runner {
                 switch change {
                 case .ready(let key, let readyAt, let handler): self.transition { $0.load(StoredKey(key), readyAt: readyAt, handler: handler) }
                 case .removed(let key): self.transition { $0.removed(StoredKey(key)) }
-                case .reload: self.spawn { await self.refill() }
+                case .reload:
+                    // Changes may have been missed anywhere: the load starts from the beginning.
+                    self.state.withLock { $0.resumeAfter = nil }
+                    self.spawn { await self.refill() }
+                case .window(let from, let through): self.loadWindow(from: from, through: through)
                 }
             }
         }

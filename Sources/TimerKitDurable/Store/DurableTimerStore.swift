@@ -30,11 +30,12 @@ package protocol DurableTimerStore: Sendable {
     /// The namespace's timers in (ready time, key) order, at most `limit`, after `cursor` if given.
     func records(namespace: String, after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord]
 
-    /// The namespace's timers that are not parked and may be claimed by `by` (ready time at or
-    /// before it), whose handler is one of `handlers`, in (ready time, key) order after `cursor`,
-    /// at most `limit`.
+    /// The keys and ready times of the namespace's timers that are not parked and may be claimed
+    /// by `by` (ready time at or before it), whose handler is one of `handlers`, in (ready time,
+    /// key) order after `cursor`, at most `limit`. No payloads: arming needs none (the claim
+    /// reads the row), and a horizon of a million timers must not hold a million payloads.
     func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
-        -> [DurableTimerRecord]
+        -> [DurableReadyTimer]
 
     /// Claims the timer if it is not parked and ready by `now` (its occurrence has come and no live
     /// lease holds it) — or, `early`, if only no live lease holds it (a manual fire): writes
@@ -139,6 +140,21 @@ package enum DurableTimerChange: Sendable, Hashable {
     case removed(key: String)
     /// Changes may have been missed (the connection dropped and came back): load the horizon again.
     case reload
+    /// Timers were written ready from `from` through `through` (a batch too large to tell of
+    /// each): load that window of the horizon again.
+    case window(from: Int64, through: Int64)
+}
+
+/// A timer that may be claimed, as ``DurableTimerStore/ready(namespace:by:handlers:after:limit:)``
+/// lists it: its key and ready time.
+package struct DurableReadyTimer: Sendable, Hashable {
+    package var key: String
+    package var readyAt: Int64
+
+    package init(key: String, readyAt: Int64) {
+        self.key = key
+        self.readyAt = readyAt
+    }
 }
 
 /// A position in (ready time, key) order, for paging.

@@ -325,7 +325,7 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
-        -> [DurableTimerRecord]
+        -> [DurableReadyTimer]
     {
         guard !handlers.isEmpty else { return [] }
         return try await read { db in
@@ -333,11 +333,14 @@ final class SQLiteTimerStore: DurableTimerStore {
             let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
             return try db.rows(
                 """
-                SELECT * FROM timerkit_timers
+                SELECT key, ready_at_ns FROM timerkit_timers
                 WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
                 ORDER BY ready_at_ns, key LIMIT ?
                 """, [namespace, by] + arguments + StatementArguments(handlers) + [limit]
-            ).map { Self.record($0) }
+            ).map { row in
+                var reader = SQLiteRowReader(row: row)
+                return DurableReadyTimer(key: reader.text("key"), readyAt: reader.integer("ready_at_ns"))
+            }
         }
     }
 

@@ -11,6 +11,9 @@ extension PostgresTimerStore {
         var r: Int64?
         var h: String?
         var reload: Bool?
+        /// A batch's window of ready times: from, through.
+        var wf: Int64?
+        var wt: Int64?
         /// The timer under `k` was removed.
         var x: Bool?
         /// A liveness check's token: the instance that sent it expects it back on its listening
@@ -29,9 +32,11 @@ extension PostgresTimerStore {
     /// does not come, the store reports it, closes that connection, and so reconnects and reloads.
     func changes(namespace: String) -> AsyncStream<DurableTimerChange>? {
         let (stream, continuation) = AsyncStream.makeStream(of: DurableTimerChange.self)
+        listenerState.withLock { $0.started = true }
         let client = listenerClient
         let onError = onError
         let opened = opened
+        let channel = Self.channel(for: namespace)
         let watch = Locked<(connection: PostgresConnection?, awaiting: String?)>((nil, nil))
         let listener = Task { [weak self] in
             var pause = Duration.milliseconds(100)
@@ -42,10 +47,13 @@ extension PostgresTimerStore {
                 do {
                     try await client.withConnection { connection in
                         defer { watch.withLock { $0 = (nil, nil) } }
-                        try await connection.listen(on: Self.channel) { notifications in
+                        try await connection.listen(on: channel) { notifications in
                             watch.withLock { $0 = (connection, nil) }
-                            if connected { continuation.yield(.reload) }
+                            // The first connection: the runner's first load waits for it, unless
+                            // it gave up waiting; a reconnection: notifications were missed.
+                            if connected || self?.listenerState.withLock({ $0.gaveUp }) == true { continuation.yield(.reload) }
                             connected = true
+                            self?.listening.open()
                             pause = .milliseconds(100)
                             let decoder = JSONDecoder()
                             for try await notification in notifications {
@@ -56,7 +64,9 @@ extension PostgresTimerStore {
                                     watch.withLock { state in if state.awaiting == token { state.awaiting = nil } }
                                     continue
                                 }
-                                if notice.reload == true {
+                                if let from = notice.wf, let through = notice.wt {
+                                    continuation.yield(.window(from: from, through: through))
+                                } else if notice.reload == true {
                                     continuation.yield(.reload)
                                 } else if notice.x == true, let key = notice.k {
                                     continuation.yield(.removed(key: key))
@@ -95,7 +105,7 @@ extension PostgresTimerStore {
                 do {
                     _ = try await self.call { connection, logger in
                         try await connection.query(
-                            "SELECT pg_notify(\(Self.channel), json_build_object('n', \(namespace)::text, 'p', \(token)::text)::text)", logger: logger)
+                            "SELECT pg_notify(\(channel), json_build_object('n', \(namespace)::text, 'p', \(token)::text)::text)", logger: logger)
                     }
                 } catch {
                     continue  // the database is away: the calls report it, and this says nothing of the listener

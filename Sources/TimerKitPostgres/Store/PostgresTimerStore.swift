@@ -54,6 +54,11 @@ final class PostgresTimerStore: DurableTimerStore {
     let opened: Latch
     /// Why the opening has not succeeded yet, while it retries in the background.
     let openingFailure = Locked<DurableTimerError?>(nil)
+    /// Open once the listener's first `LISTEN` is in place (see ``untilOpen()``).
+    let listening = Latch()
+    /// Whether ``changes(namespace:)`` started a listener, and whether ``untilOpen()`` stopped
+    /// waiting for it (then its first connection asks for a load, as a reconnection does).
+    let listenerState = Locked<(started: Bool, gaveUp: Bool)>((false, false))
     private let applied = Locked<ClosedRange<Int>?>(nil)
     /// The versions this store's opening applied (`nil`: none, the database was current).
     var migrated: ClosedRange<Int>? { applied.withLock { $0 } }
@@ -61,9 +66,22 @@ final class PostgresTimerStore: DurableTimerStore {
     private let offset = Locked<(offset: Int64, uncertainty: Int64)>((0, 0))
     private let tasks = Locked<(runs: [Task<Void, Never>], listeners: [Task<Void, Never>], closed: Bool)>(([], [], false))
 
-    /// The channel of the notifications (lowercase: `LISTEN` names are case-sensitive).
-    static let channel = "timerkit"
-    /// Batches larger than this notify once ("load again") instead of once per timer.
+    /// The channel of a namespace's notifications: `timerkit_` and 16 hexadecimal digits of the
+    /// namespace's FNV-1a hash, so that an instance hears its own namespace's changes only (the
+    /// payload names the namespace too: a collision costs a decode, never a wrong arm). Lowercase:
+    /// `LISTEN` names are case-sensitive.
+    static func channel(for namespace: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in namespace.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x100_0000_01b3
+        }
+        let digits = String(hash, radix: 16)
+        return "timerkit_" + String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
+    /// Batches larger than this notify once, with the window of ready times they touched, instead
+    /// of once per timer.
     static let notifyEachUpTo = 64
 
     /// The connections a pool of `size` keeps for the reserved lane: a quarter, at least one — none
@@ -147,9 +165,25 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
-    /// Returns once the store is open (at once, unless it was made while the database was away),
-    /// or when the calling task is cancelled.
-    func untilOpen() async { _ = await opened.wait() }
+    /// Returns once the store is open (at once, unless it was made while the database was away)
+    /// and, if ``changes(namespace:)`` started a listener, once its `LISTEN` is in place — so
+    /// that the runner's first load cannot miss a notification sent between the two — or when
+    /// the calling task is cancelled. The wait for the listener lasts at most the call timeout:
+    /// past it the listener asks for a load when it does connect.
+    func untilOpen() async {
+        guard await opened.wait(), listenerState.withLock({ $0.started }) else { return }
+        let (listening, timeout) = (listening, timeout)
+        let listens = await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await listening.wait() }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+        if !listens { listenerState.withLock { $0.gaveUp = true } }
+    }
 
     /// Keeps tasks that end with the store.
     func keep(_ tasks: [Task<Void, Never>]) {
@@ -247,13 +281,17 @@ final class PostgresTimerStore: DurableTimerStore {
                         \(unescaped: onConflict)
                         RETURNING namespace, key, handler, ready_at_ns
                     ),
-                    soon AS (SELECT * FROM written WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)),
+                    soon AS (
+                        SELECT written.*, channels.c FROM written
+                        JOIN unnest(\(columns.channelNamespaces)::text[], \(columns.channels)::text[]) AS channels(n, c) ON channels.n = written.namespace
+                        WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)
+                    ),
                     notified AS (
-                        SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                        SELECT pg_notify(c, json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                         FROM soon WHERE \(notify) = 'each'
                         UNION ALL
-                        SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'reload', true)::text)
-                        FROM (SELECT DISTINCT namespace FROM soon) AS namespaces WHERE \(notify) = 'once'
+                        SELECT pg_notify(c, json_build_object('n', namespace, 'wf', min(ready_at_ns), 'wt', max(ready_at_ns))::text)
+                        FROM soon WHERE \(notify) = 'once' GROUP BY namespace, c
                     )
                     SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM notified)
                     """, logger: logger)
@@ -277,7 +315,7 @@ final class PostgresTimerStore: DurableTimerStore {
                 RETURNING \(unescaped: Self.allColumns)
             ),
             notified AS (
-                SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'k', key, 'x', true)::text) FROM removed
+                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'x', true)::text) FROM removed
             )
             SELECT removed.*, (removed.owner IS NOT NULL AND removed.lease_until_ns > c.ns) FROM removed, c
                 LEFT JOIN (SELECT count(*) FROM notified) n ON true
@@ -361,26 +399,26 @@ final class PostgresTimerStore: DurableTimerStore {
         case .delete:
             return try await changed(
                 "DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns",
-                notify: false)
+                notifying: nil)
         case .advance(let due, let skipped, let fired):
             return try await changed(
                 """
                 UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(due), sequence = nextval('timerkit_sequence'), skipped = \(Int64(skipped)),
                     fire_count = fire_count + \(fired ? Int64(1) : 0), attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
-                """, notify: true)
+                """, notifying: namespace)
         case .retry(let readyAt, let error):
             return try await changed(
                 """
                 UPDATE timerkit_timers SET ready_at_ns = \(readyAt), last_error = \(error), owner = NULL, lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
-                """, notify: true)
+                """, notifying: namespace)
         case .park(let error):
             return try await changed(
                 """
                 UPDATE timerkit_timers SET parked = true, last_error = \(error), owner = NULL, lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
-                """, notify: false)
+                """, notifying: nil)
         }
     }
 
@@ -423,7 +461,7 @@ final class PostgresTimerStore: DurableTimerStore {
             UPDATE timerkit_timers SET ready_at_ns = \(readyAt), attempts = greatest(attempts - 1, 0), owner = NULL, lease_until_ns = NULL
             WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence)
             RETURNING namespace, key, handler, ready_at_ns
-            """, notify: true)
+            """, notifying: namespace)
     }
 
     func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
@@ -437,7 +475,7 @@ final class PostgresTimerStore: DurableTimerStore {
                 RETURNING \(unescaped: Self.allColumns)
             ),
             notified AS (
-                SELECT pg_notify(\(Self.channel), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                 FROM moved WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)
             )
             SELECT moved.* FROM moved LEFT JOIN (SELECT count(*) FROM notified) n ON true
@@ -460,16 +498,22 @@ final class PostgresTimerStore: DurableTimerStore {
     }
 
     func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
-        -> [DurableTimerRecord]
+        -> [DurableReadyTimer]
     {
         guard !handlers.isEmpty else { return [] }
-        return try await fetchAll(
-            """
-            SELECT \(unescaped: Self.allColumns) FROM timerkit_timers
+        let query: PostgresQuery = """
+            SELECT key, ready_at_ns FROM timerkit_timers
             WHERE namespace = \(namespace) AND NOT parked AND ready_at_ns <= \(by) AND handler = ANY(\(handlers)::text[])
                 AND (\(cursor == nil) OR ready_at_ns > \(cursor?.readyAt ?? 0) OR (ready_at_ns = \(cursor?.readyAt ?? 0) AND key > \(cursor?.key ?? "")))
             ORDER BY ready_at_ns, key LIMIT \(Int64(limit))
-            """)
+            """
+        return try await call { connection, logger in
+            var ready: [DurableReadyTimer] = []
+            for try await (key, readyAt) in try await connection.query(query, logger: logger).decode((String, Int64).self) {
+                ready.append(DurableReadyTimer(key: key, readyAt: readyAt))
+            }
+            return ready
+        }
     }
 
     func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord] {
@@ -542,17 +586,17 @@ final class PostgresTimerStore: DurableTimerStore {
         try await fetchAll(query).first
     }
 
-    /// Runs a statement that returns (key, handler, ready time) of the rows it changed; with
-    /// `notify`, tells the other instances of a row ready within the horizon. Returns whether a
-    /// row changed.
-    private func changed(_ query: PostgresQuery, notify: Bool) async throws(DurableTimerError) -> Bool {
+    /// Runs a statement that returns (key, handler, ready time) of the rows it changed; with a
+    /// namespace to notify, tells its other instances of a row ready within the horizon. Returns
+    /// whether a row changed.
+    private func changed(_ query: PostgresQuery, notifying namespace: String?) async throws(DurableTimerError) -> Bool {
         var sql = query
-        if notify {
+        if let namespace {
             sql = PostgresQuery(
                 unsafeSQL: """
                     WITH changed AS (\(query.sql)),
                     notified AS (
-                        SELECT pg_notify('\(Self.channel)', json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                        SELECT pg_notify('\(Self.channel(for: namespace))', json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                         FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
                     )
                     SELECT count(*), (SELECT count(*) FROM notified) FROM changed
@@ -581,6 +625,9 @@ private struct Columns {
     var rules: [String] = []
     var misfires: [String] = []
     var dues: [Int64] = []
+    /// Each namespace of the batch once, and its notification channel.
+    var channelNamespaces: [String] = []
+    var channels: [String] = []
 
     init(_ records: [DurableTimerRecord]) {
         for record in records {
@@ -594,5 +641,7 @@ private struct Columns {
             misfires.append(StoredForms.misfire(record.misfire))
             dues.append(record.due)
         }
+        channelNamespaces = Array(Set(namespaces))
+        channels = channelNamespaces.map(PostgresTimerStore.channel(for:))
     }
 }

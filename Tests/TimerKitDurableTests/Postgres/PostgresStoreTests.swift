@@ -136,7 +136,8 @@ struct PostgresStoreTests {
         try await admin.withTransaction(logger: logger) { connection in
             for index in 0..<30 {
                 try await connection.query(
-                    "SELECT pg_notify('timerkit', json_build_object('n', \(namespace)::text, 'reload', true, 'i', \(index))::text)", logger: logger)
+                    "SELECT pg_notify(\(PostgresTimerStore.channel(for: namespace)), json_build_object('n', \(namespace)::text, 'reload', true, 'i', \(index))::text)",
+                    logger: logger)
             }
         }
         try await writer.schedule(key: "after", after: .milliseconds(200), handler: "note", payload: Note(text: "after the burst"))
@@ -146,6 +147,71 @@ struct PostgresStoreTests {
         print("reloads: 30 notifications, \(loads) loads of the horizon")
         #expect(loads >= 1 && loads <= 10, "\(loads) loads for 30 notifications")
         await firer.shutdown()
+    }
+
+    @Test(
+        "A batch of 200 timers written on another instance is told as the window of ready times it touched: this instance loads that window — 200 timers — not its horizon of 3,000 more, and fires them all"
+    )
+    func batchLoadsItsWindow() async throws {
+        let log = FireLog()
+        let namespace = "window-\(UUID().uuidString.prefix(8))"
+        let loads = Locked<[(scope: DurableTimerEvent.LoadScope, timers: Int)]>([])
+        let configuration = try TestServer.configuration()
+        let writer = try await DurableTimers(postgres: configuration, namespace: namespace, options: options())
+        try await writer.register("note", payload: Note.self) { _, _ in }
+        let firer = try await DurableTimers(
+            postgres: configuration, namespace: namespace,
+            options: options { options in
+                options.onEvent = { event in
+                    if case .loaded(let scope, let timers, _) = event { loads.withLock { $0.append((scope, timers)) } }
+                }
+            })
+        try await firer.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        let later = Date().addingTimeInterval(50)
+        _ = try await writer.schedule((0..<3_000).map { (key: "later-\($0)", at: later, payload: Note(text: "later")) }, handler: "note")
+        await firer.start()  // loads its horizon (the 3,000) now, next in 30 s
+        #expect(loads.withLock { $0.map(\.timers) } == [3_000])
+        let soon = Date().addingTimeInterval(1.5)
+        _ = try await writer.schedule(
+            (0..<200).map { (key: "soon-\($0)", at: soon.addingTimeInterval(Double($0) / 1_000), payload: Note(text: "soon")) }, handler: "note")
+        #expect(await eventually { log.count == 200 })
+        let after = loads.withLock { Array($0.dropFirst()) }
+        // Before: one notification to reload, and the whole horizon (3,200 timers) read again.
+        #expect(after.allSatisfy { $0.scope == .window }, "\(after)")
+        #expect(after.map(\.timers).reduce(0, +) == 200, "\(after)")
+        #expect((log.all.map(\.fire.lateness).max() ?? .seconds(60)) < .seconds(20), "armed by the window, not by the next load")
+        await firer.shutdown()
+        await writer.shutdown()
+    }
+
+    @Test("Notifications are scoped per namespace: a listener on one namespace's channel hears its writes and none of another namespace's")
+    func notificationsPerNamespace() async throws {
+        let (mine, other) = ("scoped-\(UUID().uuidString.prefix(8))", "other-\(UUID().uuidString.prefix(8))")
+        #expect(PostgresTimerStore.channel(for: mine) != PostgresTimerStore.channel(for: other))
+        let admin = PostgresClient(configuration: try TestServer.configuration())
+        let running = Task { await admin.run() }
+        defer { running.cancel() }
+        let heard = Locked<[String]>([])
+        let listening = Task {
+            try await admin.withConnection { connection in
+                try await connection.listen(on: PostgresTimerStore.channel(for: mine)) { notifications in
+                    for try await notification in notifications { heard.withLock { $0.append(notification.payload) } }
+                }
+            }
+        }
+        defer { listening.cancel() }
+        let configuration = try TestServer.configuration()
+        let others = try await DurableTimers(postgres: configuration, namespace: other, options: options())
+        try await others.register("note", payload: Note.self) { _, _ in }
+        let writer = try await DurableTimers(postgres: configuration, namespace: mine, options: options())
+        try await writer.register("note", payload: Note.self) { _, _ in }
+        try await Task.sleep(for: .milliseconds(300))  // the LISTEN is in place
+        for index in 0..<20 { try await others.schedule(key: "o\(index)", after: .seconds(5), handler: "note", payload: Note(text: "other")) }
+        try await writer.schedule(key: "mine", after: .seconds(5), handler: "note", payload: Note(text: "mine"))
+        #expect(await eventually { heard.withLock { $0 }.contains { $0.contains("\"mine\"") } })
+        #expect(!heard.withLock { $0 }.contains { $0.contains(other) }, "\(heard.withLock { $0 })")
+        try await others.cancel(key: "o0")
+        try await writer.cancel(key: "mine")
     }
 
     @Test("A dropped listening connection: the instance reconnects and loads its horizon again, so a timer written while it was away fires")
