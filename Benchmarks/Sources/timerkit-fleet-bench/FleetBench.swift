@@ -25,7 +25,7 @@ import Darwin
 struct FleetBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timerkit-fleet-bench", abstract: "Durable timers on PostgreSQL across 1, 2 and 4 instances, armed vs polled.",
-        subcommands: [Run.self, Instance.self], defaultSubcommand: Run.self)
+        subcommands: [Run.self, Storm.self, Backlog.self, Instance.self], defaultSubcommand: Run.self)
 }
 
 struct Instance: AsyncParsableCommand {
@@ -35,6 +35,9 @@ struct Instance: AsyncParsableCommand {
     @Argument var namespace: String
     @Argument var log: String
     @Option var mode: String = "armed"
+    @Option(help: "The runner's horizon, in seconds.") var horizon = 60
+    @Option(help: "The runner's catch-up rate.") var catchUpRate = 100_000
+    @Option(help: "A name for this instance's lines of the log.") var name = "i"
 
     func run() async throws {
         guard let configuration = PostgresURL.configuration(url) else { throw ValidationError("not a PostgreSQL URL: \(url)") }
@@ -42,8 +45,23 @@ struct Instance: AsyncParsableCommand {
         var options = DurableTimers.Options()
         options.lease = .seconds(5)
         options.maxConcurrentHandlers = 64
-        options.catchUpRate = 100_000
+        options.catchUpRate = catchUpRate
+        options.horizon = .seconds(horizon)
         options.onError = { error in FileHandle.standardError.write(Data("instance: \(error)\n".utf8)) }
+        let name = name
+        options.onEvent = { event in
+            if case .loaded(let scope, let timers, let duration) = event {
+                append("load \(name) \(scope.rawValue) \(timers) \(Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15)", to: descriptor)
+            }
+        }
+        // The resident set, every half second (Linux: /proc/self/statm; elsewhere the peak).
+        let sampler = Task {
+            while !Task.isCancelled {
+                append("rss \(name) \(residentKilobytes())", to: descriptor)
+                try? await Task.sleep(for: .milliseconds(500))
+            }
+        }
+        defer { sampler.cancel() }
         let timers = try await DurableTimers(postgres: configuration, namespace: namespace, options: options)
         try await timers.register("bench", payload: Int64.self) { due, fire in
             append("fire \(fire.firedAt.timeIntervalSince1970) \(Double(fire.firedAt.timeIntervalSince1970) - Double(due) / 1e9)", to: descriptor)
@@ -70,6 +88,23 @@ struct Instance: AsyncParsableCommand {
             await running.value
         }
     }
+}
+
+/// The process's resident set now, in kilobytes (its peak where /proc is missing).
+func residentKilobytes() -> Int {
+    #if os(Linux)
+    if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8), let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) {
+        return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
+    }
+    #endif
+    var usage = rusage()
+    #if canImport(Darwin)
+    getrusage(RUSAGE_SELF, &usage)
+    return Int(usage.ru_maxrss) / 1024
+    #else
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Int(usage.ru_maxrss)
+    #endif
 }
 
 func append(_ line: String, to descriptor: Int32) {
@@ -185,5 +220,175 @@ struct Run: AsyncParsableCommand {
 
     func lines(_ path: String) -> [Substring] {
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+    }
+}
+
+/// Starts instance processes of this executable and waits until each has loaded and says ready.
+func launchInstances(
+    _ count: Int, url: String, namespace: String, log: String, arguments: [String] = []
+) async throws -> [Process] {
+    var processes: [Process] = []
+    for index in 0..<count {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+        process.arguments = ["instance", url, namespace, log, "--name", "i\(index)"] + arguments
+        try process.run()
+        processes.append(process)
+    }
+    while logLines(log).filter({ $0 == "ready" }).count < count { try await Task.sleep(for: .milliseconds(20)) }
+    return processes
+}
+
+func stopInstances(_ processes: [Process]) {
+    for process in processes {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+func logLines(_ path: String) -> [Substring] {
+    ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n")
+}
+
+/// Median (min–max) of `values`, formatted.
+func spreadCell(_ values: [Double], _ format: String) -> String {
+    let sorted = values.sorted()
+    guard let first = sorted.first, let last = sorted.last else { return "–" }
+    return String(format: "\(format) (\(format)–\(format))", sorted[sorted.count / 2], first, last)
+}
+
+func loadAverage() -> String {
+    var load = [Double](repeating: 0, count: 3)
+    _ = getloadavg(&load, 3)
+    return String(format: "%.2f %.2f %.2f", load[0], load[1], load[2])
+}
+
+/// Schedules `batch` through a runner that never starts, 5,000 a statement.
+func scheduleAll(_ batch: [(key: String, at: Date, payload: Int64)], configuration: PostgresClient.Configuration, namespace: String) async throws {
+    let scheduler = try await DurableTimers(postgres: configuration, namespace: namespace)
+    try await scheduler.register("bench", payload: Int64.self) { _, _ in }
+    for chunk in stride(from: 0, to: batch.count, by: 5_000) {
+        _ = try await scheduler.schedule(Array(batch[chunk..<min(chunk + 5_000, batch.count)]), handler: "bench")
+    }
+}
+
+/// The reload storm of issue 30: two instances hold a horizon of 200,000 timers (due minutes
+/// ahead) while a writer schedules batches of 65 timers, due in two seconds, every 100 ms — each
+/// batch past the size told timer by timer. Reported per instance and minute: loads of the whole
+/// horizon, loads of the windows the batches touched and the timers those read; and the batches'
+/// fires, each once, with their lag.
+struct Storm: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Batches of 65 timers every 100 ms beside 2 instances holding 200,000 timers.")
+
+    @Option(help: "The server; TIMERKIT_POSTGRES_URL by default.") var url: String?
+    @Option(help: "Runs.") var runs = 3
+    @Option(help: "Timers held in the instances' horizon.") var held = 200_000
+    @Option(help: "Seconds the writer writes.") var seconds = 60
+
+    func run() async throws {
+        guard let url = url ?? ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_URL"], let configuration = PostgresURL.configuration(url) else {
+            throw ValidationError("no server: pass --url or run through Scripts/with-postgres")
+        }
+        print("timerkit-fleet-bench storm: \(held) timers held by 2 instances, 65 timers every 100 ms for \(seconds) s, \(runs) runs")
+        var rows: [(horizon: Double, windows: Double, windowTimers: Double, lagP99: Double, fired: Int, written: Int)] = []
+        for _ in 0..<runs {
+            let namespace = "storm-\(UUID().uuidString.prefix(8))"
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace).log").path
+            defer { try? FileManager.default.removeItem(atPath: log) }
+            let later = Date().addingTimeInterval(300)
+            try await scheduleAll(
+                (0..<held).map { (key: "held-\($0)", at: later.addingTimeInterval(Double($0) / Double(held) * 200), payload: 0) }, configuration: configuration,
+                namespace: namespace)
+            let processes = try await launchInstances(2, url: url, namespace: namespace, log: log, arguments: ["--horizon", "600"])
+            defer { stopInstances(processes) }
+            let writer = try await DurableTimers(postgres: configuration, namespace: namespace)
+            try await writer.register("bench", payload: Int64.self) { _, _ in }
+            let startLoads = logLines(log).count { $0.hasPrefix("load ") }
+            let begin = ContinuousClock.now
+            var written = 0
+            var tick = 0
+            while ContinuousClock.now - begin < .seconds(seconds) {
+                let due = Date().addingTimeInterval(2)
+                let batch = (0..<65).map { index in
+                    (key: "storm-\(tick)-\(index)", at: due, payload: Int64(due.timeIntervalSince1970 * 1e9))
+                }
+                written += try await writer.schedule(batch, handler: "bench")
+                tick += 1
+                try await Task.sleep(until: begin + .milliseconds(100 * tick))
+            }
+            try await Task.sleep(for: .seconds(5))
+            let lines = logLines(log)
+            let loads = lines.dropFirst(0).filter { $0.hasPrefix("load ") }.dropFirst(startLoads).map { $0.split(separator: " ") }
+            let minutes = Double(seconds) / 60 * 2  // instance-minutes: per instance and minute
+            let horizonLoads = Double(loads.count { $0[2] == "horizon" }) / minutes
+            let windowLoads = Double(loads.count { $0[2] == "window" }) / minutes
+            let windowTimers = Double(loads.filter { $0[2] == "window" }.reduce(0) { $0 + (Int($1[3]) ?? 0) }) / minutes
+            let lags = lines.compactMap { line -> Double? in
+                let fields = line.split(separator: " ")
+                guard fields.count == 3, fields[0] == "fire", let lag = Double(fields[2]) else { return nil }
+                return lag * 1000
+            }.sorted()
+            rows.append((horizonLoads, windowLoads, windowTimers, lags.isEmpty ? 0 : lags[lags.count * 99 / 100], lags.count, written))
+            print(
+                String(
+                    format: "  per instance and minute: %.1f horizon loads, %.0f window loads reading %.0f timers; %d of %d fired, lag p99 %.1f ms",
+                    horizonLoads, windowLoads, windowTimers, lags.count, written, rows.last!.lagP99))
+        }
+        print("\n| held | horizon loads/min/instance | window loads/min/instance | timers read by windows/min/instance | fired of written | lag p99 ms |")
+        print("|--:|--:|--:|--:|--:|--:|")
+        print(
+            "| \(held) | \(spreadCell(rows.map(\.horizon), "%.1f")) | \(spreadCell(rows.map(\.windows), "%.0f")) | \(spreadCell(rows.map(\.windowTimers), "%.0f")) | "
+                + "\(rows.map { "\($0.fired)/\($0.written)" }.joined(separator: ", ")) | \(spreadCell(rows.map(\.lagP99), "%.1f")) |")
+        print("\nload average at the end: \(loadAverage()) (2 cores)")
+    }
+}
+
+/// A backlog after downtime: `count` one-shots already overdue when one instance starts; it
+/// drains them in pieces of its maximum armed count. Reported: the time to drain, the fire rate,
+/// and the instance's resident set — its peak, and at each quarter of the drain.
+struct Backlog: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "One instance drains a backlog of overdue timers; its memory as it goes.")
+
+    @Option(help: "The server; TIMERKIT_POSTGRES_URL by default.") var url: String?
+    @Option(help: "Overdue timers, one run each.") var counts: [Int] = [100_000, 1_000_000]
+
+    func run() async throws {
+        guard let url = url ?? ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_URL"], let configuration = PostgresURL.configuration(url) else {
+            throw ValidationError("no server: pass --url or run through Scripts/with-postgres")
+        }
+        print("timerkit-fleet-bench backlog: \(counts.map(String.init).joined(separator: ", ")) overdue timers, one instance (catch-up rate 20,000/s)")
+        var table: [String] = []
+        for count in counts {
+            let namespace = "backlog-\(UUID().uuidString.prefix(8))"
+            let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace).log").path
+            defer { try? FileManager.default.removeItem(atPath: log) }
+            let due = Date().addingTimeInterval(1)
+            try await scheduleAll((0..<count).map { (key: "b\($0)", at: due, payload: 0) }, configuration: configuration, namespace: namespace)
+            while Date() < due.addingTimeInterval(1) { try await Task.sleep(for: .milliseconds(100)) }
+            let begin = Date()
+            let processes = try await launchInstances(1, url: url, namespace: namespace, log: log, arguments: ["--catch-up-rate", "20000"])
+            defer { stopInstances(processes) }
+            var fired = 0
+            var quarters: [Int] = []
+            var peak = 0
+            while fired < count, Date().timeIntervalSince(begin) < 1_800 {
+                try await Task.sleep(for: .seconds(1))
+                let lines = logLines(log)
+                fired = lines.count { $0.hasPrefix("fire ") }
+                let rss = lines.filter { $0.hasPrefix("rss ") }.compactMap { $0.split(separator: " ").last.flatMap { Int($0) } }
+                peak = rss.max() ?? 0
+                while quarters.count < 4, fired >= count * (quarters.count + 1) / 4 { quarters.append(rss.last ?? 0) }
+            }
+            let seconds = Date().timeIntervalSince(begin)
+            let line = String(
+                format: "| %d | %.0f | %.0f | %.0f | %@ |", count, seconds, Double(fired) / seconds, Double(peak) / 1024,
+                quarters.map { String(format: "%.0f", Double($0) / 1024) }.joined(separator: " / "))
+            print("  " + line + " \(fired) fired")
+            table.append(line)
+        }
+        print("\n| overdue | seconds to drain | fires/s | peak RSS MiB | RSS MiB at ¼ / ½ / ¾ / all drained |")
+        print("|--:|--:|--:|--:|--:|")
+        for line in table { print(line) }
+        print("\nload average at the end: \(loadAverage()) (2 cores)")
     }
 }

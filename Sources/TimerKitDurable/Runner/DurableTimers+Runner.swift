@@ -71,11 +71,14 @@ extension DurableTimers {
             /// The runs whose handlers run here.
             var runs: [StoredKey: RunHandle] = [:]
             var refill: ScheduledCallback?
-            /// A load is under way; the requests that came meanwhile wait for the next one (see
-            /// ``Runner/refill()`` and ``Runner/loadWindow(from:through:)``).
+            /// A load of the horizon is under way; the requests that came meanwhile wait for the
+            /// next one (see ``Runner/refill()``).
             var loading = false
             var loadWaiters: [CheckedContinuation<Bool, Never>] = []
-            /// The ready times of the windows asked for while a load ran, merged.
+            /// A load of a window is under way (beside a load of the horizon: a window written
+            /// meanwhile must not wait for a horizon of a million), and the windows asked for
+            /// while it ran, merged (see ``Runner/loadWindow(from:through:)``).
+            var loadingWindow = false
             var pendingWindow: ClosedRange<Int64>?
             /// Where the next load of the horizon goes on from: the last timer a load cut short at
             /// ``Options/maximumArmed`` read; `nil` to start from the beginning.

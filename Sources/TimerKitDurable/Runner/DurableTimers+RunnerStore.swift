@@ -158,15 +158,6 @@ extension DurableTimers.Runner {
 
     // MARK: Loading
 
-    /// What a load reads.
-    enum Load {
-        /// The horizon: everything ready by now plus the horizon (from where the last load cut
-        /// short stopped, if it did).
-        case horizon
-        /// The timers ready within a window of the horizon that another instance wrote in a batch.
-        case window(ClosedRange<Int64>)
-    }
-
     /// Loads the horizon (``loadHorizon()``), coalescing requests: one load runs at a time, and
     /// every request that comes while it runs is served by one more load after it (a burst of
     /// notifications to reload, or a refill due meanwhile, costs two loads, not one each). Returns
@@ -185,47 +176,44 @@ extension DurableTimers.Runner {
             if leads { continuation.resume(returning: true) }
         }
         guard leads else { return }
-        await loads(startingWith: .horizon)
+        var served: [CheckedContinuation<Bool, Never>] = []
+        while true {
+            await loadHorizon()
+            for waiter in served { waiter.resume(returning: false) }
+            served = state.withLock { state in
+                defer { state.loadWaiters = [] }
+                if state.loadWaiters.isEmpty { state.loading = false }
+                return state.loadWaiters
+            }
+            if served.isEmpty { return }
+        }
     }
 
     /// Loads the timers ready from `from` through `through` (a batch another instance wrote, too
-    /// large to be told of one by one), within what is loaded. Windows asked for while a load
-    /// runs are merged into one load after it; a load of the horizon pending covers them.
+    /// large to be told of one by one), within what is loaded. One window load runs at a time,
+    /// beside any load of the horizon; the windows asked for meanwhile are merged into one load
+    /// after it (a storm of batches costs a load per batch at most, fewer when they come faster
+    /// than a load takes).
     func loadWindow(from: Int64, through: Int64) {
         guard isStarted, from <= through else { return }
         let leads = state.withLock { state -> Bool in
-            guard !state.loading else {
+            guard !state.loadingWindow else {
                 state.pendingWindow = state.pendingWindow.map { min($0.lowerBound, from)...max($0.upperBound, through) } ?? from...through
                 return false
             }
-            state.loading = true
+            state.loadingWindow = true
             return true
         }
-        if leads { spawn { await self.loads(startingWith: .window(from...through)) } }
-    }
-
-    /// Runs `first`, then the loads asked for meanwhile — the horizon's first (it covers every
-    /// window), then the merged window — until none is asked for.
-    private func loads(startingWith first: Load) async {
-        var next: Load? = first
-        var served: [CheckedContinuation<Bool, Never>] = []
-        while let load = next {
-            switch load {
-            case .horizon: await loadHorizon()
-            case .window(let window): await loadWindow(window)
-            }
-            for waiter in served { waiter.resume(returning: false) }
-            (served, next) = state.withLock { state -> ([CheckedContinuation<Bool, Never>], Load?) in
-                if !state.loadWaiters.isEmpty {
-                    defer { (state.loadWaiters, state.pendingWindow) = ([], nil) }
-                    return (state.loadWaiters, .horizon)
+        guard leads else { return }
+        spawn {
+            var next: ClosedRange<Int64>? = from...through
+            while let window = next {
+                await self.loadWindow(window)
+                next = self.state.withLock { state in
+                    defer { state.pendingWindow = nil }
+                    if state.pendingWindow == nil { state.loadingWindow = false }
+                    return state.pendingWindow
                 }
-                if let window = state.pendingWindow {
-                    state.pendingWindow = nil
-                    return ([], .window(window))
-                }
-                state.loading = false
-                return ([], nil)
             }
         }
     }
