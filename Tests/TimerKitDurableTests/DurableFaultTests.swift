@@ -297,13 +297,23 @@ final class SQLiteLock: @unchecked Sendable {
     private let ended = DispatchSemaphore(value: 0)
     private let state = Locked(true)
 
+    struct NotLocked: Error {}
+
+    /// Takes the lock, waiting for a write under way (the runner's renewal, say) to end: without a
+    /// busy timeout, `BEGIN EXCLUSIVE` failed at once when it met one, and the thread waiting for
+    /// the lock was never told (a handler hung for good under ThreadSanitizer in CI).
     init(path: String) throws {
-        let queue = try DatabaseQueue(path: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(30)
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
         let locked = DispatchSemaphore(value: 0)
+        let taken = Locked(false)
         let (released, ended) = (released, ended)
         Thread {
             try? queue.writeWithoutTransaction { db in
+                defer { locked.signal() }
                 try db.execute(sql: "BEGIN EXCLUSIVE")
+                taken.withLock { $0 = true }
                 locked.signal()
                 released.wait()
                 try db.execute(sql: "ROLLBACK")
@@ -311,6 +321,10 @@ final class SQLiteLock: @unchecked Sendable {
             ended.signal()
         }.start()
         locked.wait()
+        guard taken.withLock({ $0 }) else {
+            state.withLock { $0 = false }
+            throw NotLocked()
+        }
     }
 
     var isHeld: Bool { state.withLock { $0 } }

@@ -51,7 +51,9 @@ struct Instance: AsyncParsableCommand {
         let name = name
         options.onEvent = { event in
             if case .loaded(let scope, let timers, let duration) = event {
-                append("load \(name) \(scope.rawValue) \(timers) \(Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15)", to: descriptor)
+                append(
+                    "load \(name) \(scope.rawValue) \(timers) \(Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15)",
+                    to: descriptor)
             }
         }
         // The resident set, every half second (Linux: /proc/self/statm; elsewhere the peak).
@@ -93,7 +95,9 @@ struct Instance: AsyncParsableCommand {
 /// The process's resident set now, in kilobytes (its peak where /proc is missing).
 func residentKilobytes() -> Int {
     #if os(Linux)
-    if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8), let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) {
+    if let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
+        let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
+    {
         return pages * Int(sysconf(Int32(_SC_PAGESIZE))) / 1024
     }
     #endif

@@ -370,7 +370,7 @@ final class SQLiteTimerStore: DurableTimerStore {
 
     private static func after(_ cursor: DurableTimerCursor?) -> (String, StatementArguments) {
         guard let cursor else { return ("", []) }
-        return ("AND (ready_at_ns > ? OR (ready_at_ns = ? AND key > ?))", [cursor.readyAt, cursor.readyAt, cursor.key])
+        return ("AND (ready_at_ns, key) > (?, ?)", [cursor.readyAt, cursor.key])
     }
 
     /// A row as a record, whatever it holds: a value of the wrong type, an unknown misfire policy or
