@@ -173,6 +173,7 @@ public final class DurableTimers: Sendable {
     public func start() async {
         guard runner.markStarted() else { return }
         if let changes = store.changes(namespace: namespace) { runner.follow(changes) }
+        if let offsets = store.clockOffsetChanges() { runner.follow(offsets: offsets) }
         await store.untilOpen()
         guard !Task.isCancelled else { return }
         await runner.refill()

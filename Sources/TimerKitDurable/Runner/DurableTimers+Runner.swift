@@ -88,6 +88,10 @@ extension DurableTimers {
             var windowLoads = 0
             var renewal: ScheduledCallback?
             var follower: Task<Void, Never>?
+            /// Follows the store's clock offset (see ``Runner/follow(offsets:)``), and how many
+            /// times it re-armed (tests).
+            var offsetFollower: Task<Void, Never>?
+            var rearmings = 0
             /// Shutdowns waiting for the machine to drain (or their grace period to end).
             var drainWaiters: [CheckedContinuation<Void, Never>] = []
             /// `run()` calls waiting for a shutdown to begin.
@@ -164,6 +168,9 @@ extension DurableTimers {
         /// How many times the horizon was loaded, and whether a load is under way.
         package var horizonLoads: (count: Int, loading: Bool) { state.withLock { ($0.horizonLoads, $0.loading) } }
 
+        /// How many times a move of the store's clock offset re-armed the future wake-ups.
+        package var rearmings: Int { state.withLock { $0.rearmings } }
+
         func isRunning(_ key: String) -> Bool { state.withLock { $0.machine.isRunning(StoredKey(key)) } }
 
         var waitingRuns: Int { state.withLock { $0.machine.waitingCount } }
@@ -181,6 +188,8 @@ extension DurableTimers {
                 let actions = state.machine.stop()
                 state.follower?.cancel()
                 state.follower = nil
+                state.offsetFollower?.cancel()
+                state.offsetFollower = nil
                 let cancelled = [state.refill].compactMap { $0 }
                 state.refill = nil
                 defer { state.stopWaiters = [] }
@@ -241,7 +250,7 @@ extension DurableTimers {
 
         /// Arms a wake-up for `key` at the store-time instant `instant`, unless the machine has
         /// moved on from that generation meanwhile.
-        private func armWakeUp(_ key: StoredKey, at instant: Int64, generation: UInt64) {
+        func armWakeUp(_ key: StoredKey, at instant: Int64, generation: UInt64) {
             guard
                 let callback = try? context.clock.schedule(
                     at: .at(context.hostInstant(instant)),

@@ -358,4 +358,35 @@ extension DurableTimers.Runner {
         }
         old?.cancel()
     }
+
+    /// Follows the moves of the store's clock offset: each re-arms the wake-ups of the timers
+    /// armed for the future, which were set at the host's reading of their ready time under the
+    /// old offset (a wake-up early by the move would find its timer not ready and be armed again;
+    /// one late by it would fire late). Overdue ones keep their catch-up offsets.
+    func follow(offsets: AsyncStream<Int64>) {
+        let task = Task(executorPreference: context.controlExecutor) { [weak self] in
+            for await _ in offsets {
+                guard let self else { return }
+                self.rearmFutureWakeUps()
+            }
+        }
+        let old = state.withLock { state -> Task<Void, Never>? in
+            guard state.machine.lifecycle == .running else { return task }
+            defer { state.offsetFollower = task }
+            return state.offsetFollower
+        }
+        old?.cancel()
+    }
+
+    func rearmFutureWakeUps() {
+        let now = context.now()
+        let armed = state.withLock { state in
+            state.machine.occurrences.compactMap { key, occurrence -> (key: StoredKey, readyAt: Int64, generation: UInt64)? in
+                guard case .armed(let readyAt, let generation) = occurrence.phase, readyAt > now else { return nil }
+                return (key, readyAt, generation)
+            }
+        }
+        for wakeUp in armed { armWakeUp(wakeUp.key, at: wakeUp.readyAt, generation: wakeUp.generation) }
+        state.withLock { $0.rearmings += 1 }
+    }
 }

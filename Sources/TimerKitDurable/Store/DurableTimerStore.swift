@@ -100,6 +100,11 @@ package protocol DurableTimerStore: Sendable {
     /// load of the horizon).
     func changes(namespace: String) -> AsyncStream<DurableTimerChange>?
 
+    /// The store's ``clockOffset`` each time a measurement moves it by more than the measurement's
+    /// own uncertainty (the runner re-arms its future wake-ups then), or `nil` for a store whose
+    /// offset never moves (SQLite).
+    func clockOffsetChanges() -> AsyncStream<Int64>?
+
     /// Returns once the store can serve calls — at once, unless it was made while its database
     /// could not be reached and opens in the background (PostgreSQL) — or when the calling task
     /// is cancelled.
@@ -183,6 +188,7 @@ package enum DurableTimerOutcome: Sendable, Hashable {
 
 extension DurableTimerStore {
     package func untilOpen() async {}
+    package func clockOffsetChanges() -> AsyncStream<Int64>? { nil }
     package var hostSkew: Int64 { 0 }
     package var executor: (any TaskExecutor)? { nil }
 }

@@ -64,6 +64,8 @@ final class PostgresTimerStore: DurableTimerStore {
     var migrated: ClosedRange<Int>? { applied.withLock { $0 } }
 
     private let offset = Locked<(offset: Int64, uncertainty: Int64)>((0, 0))
+    /// Told of each move of the offset beyond its uncertainty (``clockOffsetChanges()``).
+    private let offsetWatchers = Locked<[AsyncStream<Int64>.Continuation]>([])
     private let tasks = Locked<(runs: [Task<Void, Never>], listeners: [Task<Void, Never>], closed: Bool)>(([], [], false))
 
     /// The channel of a namespace's notifications: `timerkit_` and 16 hexadecimal digits of the
@@ -203,6 +205,7 @@ final class PostgresTimerStore: DurableTimerStore {
         }
         for listener in listeners { listener.cancel() }
         for run in runs { run.cancel() }
+        for watcher in offsetWatchers.withLock({ $0 }) { watcher.finish() }
     }
 
     // MARK: Time
@@ -239,8 +242,19 @@ final class PostgresTimerStore: DurableTimerStore {
         }
         let measured = best.offset - hostSkew
         let uncertainty = best.roundTrip / 2
-        offset.withLock { $0 = (measured, uncertainty) }
+        let moved = offset.withLock { state -> Bool in
+            defer { state = (measured, uncertainty) }
+            return abs(measured - state.offset) > max(uncertainty, state.uncertainty, 1_000_000)
+        }
+        if moved { for watcher in offsetWatchers.withLock({ $0 }) { watcher.yield(measured) } }
         if abs(measured) - uncertainty > maximumSkew { onError(.clockSkew(milliseconds: measured / 1_000_000)) }
+    }
+
+    func clockOffsetChanges() -> AsyncStream<Int64>? {
+        guard timeSource == .database else { return nil }
+        let (stream, continuation) = AsyncStream.makeStream(of: Int64.self, bufferingPolicy: .bufferingNewest(1))
+        offsetWatchers.withLock { $0.append(continuation) }
+        return stream
     }
 
     /// `now` as SQL: the runner's reading for a host-time store, the database's otherwise.
@@ -424,9 +438,16 @@ final class PostgresTimerStore: DurableTimerStore {
 
     func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
         guard !completed.isEmpty else { return [] }
+        // Rows are locked in key order first, as the renewals lock theirs: two statements of many
+        // rows that lock them in different orders deadlock (seen draining a backlog).
         let query: PostgresQuery = """
-            DELETE FROM timerkit_timers t USING unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
-            WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
+            WITH locked AS (
+                SELECT t.key FROM timerkit_timers t
+                JOIN unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
+                    ON t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
+                WHERE t.namespace = \(namespace) ORDER BY t.key FOR UPDATE OF t
+            )
+            DELETE FROM timerkit_timers t USING locked WHERE t.namespace = \(namespace) AND t.key = locked.key
             RETURNING t.key
             """
         return try await call(.reserved) { connection, logger in
@@ -442,10 +463,15 @@ final class PostgresTimerStore: DurableTimerStore {
         let lease = leaseUntil.addingSaturating(-reading)
         let now = now(reading)
         let query: PostgresQuery = """
-            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns)
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            locked AS (
+                SELECT t.key FROM timerkit_timers t
+                JOIN unnest(\(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[]) AS h(key, owner, sequence)
+                    ON t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
+                WHERE t.namespace = \(namespace) ORDER BY t.key FOR UPDATE OF t
+            )
             UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease)
-            FROM c, unnest(\(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[]) AS h(key, owner, sequence)
-            WHERE t.namespace = \(namespace) AND t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
+            FROM c, locked WHERE t.namespace = \(namespace) AND t.key = locked.key
             RETURNING t.key
             """
         return try await call(.reserved) { connection, logger in

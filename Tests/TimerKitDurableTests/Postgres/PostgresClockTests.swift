@@ -79,6 +79,28 @@ extension FleetTests {
         }
 
         @Test(
+            "C2: the database's clock jumps 20 s ahead while a timer waits, armed for 30 s on: the next measurement moves the offset, the wake-up is re-armed, and the timer fires on the database's time, not 20 s late"
+        )
+        func offsetMoveRearms() async throws {
+            let scratch = try ScratchDatabase()
+            defer { scratch.drop() }
+            try await DurableTimers.migrate(postgres: try scratch.configuration())
+            let log = FireLog()
+            let firer = try await DurableTimers(postgres: try scratch.configuration(), options: serverOptions())
+            try await firer.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+            await firer.start()
+            try await firer.schedule(key: "waiting", after: .seconds(30), handler: "note", payload: Note(text: "waiting"))
+            try shiftClock(scratch, by: .seconds(20))
+            // Measured every 10 s: the move is seen within 10 s, the timer is due 10 s after the shift.
+            #expect(await eventually { log.count == 1 })
+            let lateness = log.all.first?.fire.lateness ?? .seconds(3_600)
+            // Before: armed at the host's reading under the old offset, it woke 20 s late.
+            #expect(lateness >= .zero && lateness < .seconds(10), "lateness on the database's clock: \(lateness)")
+            #expect(firer.runner.rearmings >= 1)
+            await firer.shutdown()
+        }
+
+        @Test(
             "The offset is measured on a connection in hand: while the pool's only connection is held for 2 s, the offset measured to the same host's database stays within its own uncertainty, not half the wait"
         )
         func offsetExcludesTheWait() async throws {
