@@ -210,6 +210,41 @@ struct DurableTimersTests {
     }
 
     @Test(
+        "A backlog that drains slower than its catch-up spread (handlers of 5 s, two at a time): the next piece waits until fewer than half a piece is held, so memory is bounded by the piece, and every timer runs once"
+    )
+    func backlogPieceWaitsForTheDrain() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let loads = Locked<[Int]>([])
+        let options = exactOptions { options in
+            options.maximumArmed = 10
+            options.catchUpRate = 10
+            options.maxConcurrentHandlers = 2
+            options.onEvent = { event in
+                if case .loaded(.horizon, let timers, _) = event { loads.withLock { $0.append(timers) } }
+            }
+        }
+        let first = try await runner(database, virtual, log: log, options: options)
+        #expect(try await first.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(1), payload: Note(text: "x")) }, handler: "note") == 25)
+        await first.shutdown()
+        await virtual.advance(by: .seconds(3_600))
+        let second = try DurableTimers(path: database.path, clock: virtual.clock, options: options)
+        try await second.register("note", payload: Note.self) { note, fire in
+            try await Task.sleep(for: .seconds(5), clock: virtual.clock)
+            log.append(note.text, fire)
+        }
+        await second.start()
+        await virtual.advance(by: .seconds(2))
+        // Before: the next piece came with the spread's end, whatever was still held.
+        #expect(loads.withLock { $0 } == [10], "10 held (2 running, 8 waiting): no second piece")
+        await virtual.advance(by: .seconds(120))
+        #expect(log.count == 25 && Set(log.all.map(\.fire.key)).count == 25)
+        #expect(try await second.count() == 0)
+        await second.shutdown()
+    }
+
+    @Test(
         "At least once: a handler that throws is retried with a doubling delay and the same idempotency key, then parked as failed with its error; retry(key:) schedules it again"
     )
     func retriesThenParks() async throws {

@@ -219,7 +219,8 @@ extension DurableTimers.Runner {
     }
 
     /// Loads every timer ready within the horizon and arms it, at most ``Options/maximumArmed``
-    /// of them: a load cut short there is carried on by the next from where it stopped. Overdue
+    /// of them: a load cut short there is carried on by the next from where it stopped, once the
+    /// runner holds fewer than half that many timers (checked every second, without a query). Overdue
     /// timers (after downtime) are spread over `count / catchUpRate` seconds (at most a minute),
     /// each at a fixed offset of its key. Then arms the next load: halfway through the horizon —
     /// or, cut short, once this piece's overdue timers have come due, or when its last future one
@@ -229,6 +230,13 @@ extension DurableTimers.Runner {
         let began = context.monotonicNow()
         let options = context.options
         let now = context.now()
+        // The next piece of a backlog waits until the runner holds fewer than half a piece: its
+        // memory is bounded by the piece, however slowly the store lets it drain.
+        let holding = state.withLock { $0.resumeAfter != nil && $0.machine.occurrences.count >= options.maximumArmed / 2 }
+        if holding {
+            scheduleRefill(at: now.addingSaturating(1_000_000_000))
+            return
+        }
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
         var cursor = state.withLock { state in
             state.horizonLoads += 1
