@@ -67,7 +67,9 @@ extension DurableTimers {
         struct State {
             var machine: RunnerStateMachine
             var handlers: [String: Registered] = [:]
-            var wakeUps: [StoredKey: ScheduledCallback] = [:]
+            /// The wake-ups armed in the engine, by key, with the generation each was armed for; an
+            /// entry goes when its wake-up fires, is disarmed or is replaced.
+            var wakeUps: [StoredKey: (generation: UInt64, callback: ScheduledCallback)] = [:]
             /// The runs whose handlers run here.
             var runs: [StoredKey: RunHandle] = [:]
             var refill: ScheduledCallback?
@@ -127,7 +129,7 @@ extension DurableTimers {
             for action in actions {
                 switch action {
                 case .arm(let key, let instant, let generation): armWakeUp(key, at: instant, generation: generation)
-                case .disarm(let key): state.withLock { $0.wakeUps.removeValue(forKey: key) }?.cancel()
+                case .disarm(let key): state.withLock { $0.wakeUps.removeValue(forKey: key) }?.callback.cancel()
                 case .claim(let round, let token): spawn { await self.claimRounds(round, token: token) }
                 case .start(let key, let start): startRun(key, start)
                 case .finish(let key, let token, let sequence, let outcome): finish(key, token: token, sequence: sequence, outcome: outcome)
@@ -167,6 +169,10 @@ extension DurableTimers {
 
         /// How many times the horizon was loaded, and whether a load is under way.
         package var horizonLoads: (count: Int, loading: Bool) { state.withLock { ($0.horizonLoads, $0.loading) } }
+
+        /// Wake-ups held (armed, not yet fired), and the machine's occurrences (tests: nothing is
+        /// kept for a timer that has run).
+        package var retained: (wakeUps: Int, occurrences: Int) { state.withLock { ($0.wakeUps.count, $0.machine.occurrences.count) } }
 
         /// How many times a move of the store's clock offset re-armed the future wake-ups.
         package var rearmings: Int { state.withLock { $0.rearmings } }
@@ -254,14 +260,24 @@ extension DurableTimers {
             guard
                 let callback = try? context.clock.schedule(
                     at: .at(context.hostInstant(instant)),
-                    { [weak self] in self?.transition { $0.wokeUp(key, generation: generation) } })
+                    { [weak self] in self?.wokeUp(key, generation: generation) })
             else { return }  // the clock shut down
             let replaced = state.withLock { state -> ScheduledCallback? in
                 guard case .armed(_, generation)? = state.machine.occurrences[key]?.phase else { return callback }
-                defer { state.wakeUps[key] = callback }
-                return state.wakeUps[key]
+                defer { state.wakeUps[key] = (generation, callback) }
+                return state.wakeUps[key]?.callback
             }
             replaced?.cancel()
+        }
+
+        /// A wake-up fired: forgets it (a runner that fires a million one-shots must not keep a
+        /// million spent callbacks) and tells the machine.
+        private func wokeUp(_ key: StoredKey, generation: UInt64) {
+            perform(
+                state.withLock { state in
+                    if state.wakeUps[key]?.generation == generation { state.wakeUps[key] = nil }
+                    return state.machine.wokeUp(key, generation: generation)
+                })
         }
 
         /// Runs `body` on the runner's executor at the store-time instant `instant`, unless the
