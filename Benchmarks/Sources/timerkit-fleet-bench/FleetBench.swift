@@ -303,6 +303,9 @@ struct Storm: AsyncParsableCommand {
             try await scheduleAll(
                 (0..<held).map { (key: "held-\($0)", at: later.addingTimeInterval(Double($0) / Double(held) * 200), payload: 0) }, configuration: configuration,
                 namespace: namespace)
+            // As autovacuum would after a bulk load: statistics that predate 200,000 rows make the
+            // claims and completions scan the namespace (issue 31).
+            try await analyze(configuration)
             let processes = try await launchInstances(2, url: url, namespace: namespace, log: log, arguments: ["--horizon", "600"])
             defer { stopInstances(processes) }
             let writer = try await DurableTimers(postgres: configuration, namespace: namespace)
@@ -368,6 +371,7 @@ struct Backlog: AsyncParsableCommand {
             defer { try? FileManager.default.removeItem(atPath: log) }
             let due = Date().addingTimeInterval(1)
             try await scheduleAll((0..<count).map { (key: "b\($0)", at: due, payload: 0) }, configuration: configuration, namespace: namespace)
+            try await analyze(configuration)
             while Date() < due.addingTimeInterval(1) { try await Task.sleep(for: .milliseconds(100)) }
             let begin = Date()
             let processes = try await launchInstances(1, url: url, namespace: namespace, log: log, arguments: ["--catch-up-rate", "20000"])
@@ -395,4 +399,12 @@ struct Backlog: AsyncParsableCommand {
         for line in table { print(line) }
         print("\nload average at the end: \(loadAverage()) (2 cores)")
     }
+}
+
+/// `ANALYZE timerkit_timers`, as autovacuum does after a bulk load.
+func analyze(_ configuration: PostgresClient.Configuration) async throws {
+    let client = PostgresClient(configuration: configuration)
+    let running = Task { await client.run() }
+    defer { running.cancel() }
+    try await client.query("ANALYZE timerkit_timers")
 }

@@ -368,14 +368,19 @@ extension DurableTimers.Runner {
     }
 
     /// Follows the moves of the store's clock offset: each re-arms the wake-ups of the timers
-    /// armed for the future, which were set at the host's reading of their ready time under the
-    /// old offset (a wake-up early by the move would find its timer not ready and be armed again;
-    /// one late by it would fire late). Overdue ones keep their catch-up offsets.
+    /// armed for the future — and, after a jump ahead, of those the jump made due — which were
+    /// set at the host's reading of their ready time under the old offset (a wake-up early by the
+    /// move would find its timer not ready and be armed again; one late by it would fire late).
+    /// Overdue ones keep their catch-up offsets.
     func follow(offsets: AsyncStream<Int64>) {
+        var previous = context.store.clockOffset
         let task = Task(executorPreference: context.controlExecutor) { [weak self] in
-            for await _ in offsets {
+            for await offset in offsets {
                 guard let self else { return }
-                self.rearmFutureWakeUps()
+                // A jump ahead makes timers due at once that were armed for later: those too.
+                let jump = max(offset - previous, 0)
+                previous = offset
+                self.rearmWakeUps(readyAfter: self.context.now().addingSaturating(-jump))
             }
         }
         let old = state.withLock { state -> Task<Void, Never>? in
@@ -386,11 +391,12 @@ extension DurableTimers.Runner {
         old?.cancel()
     }
 
-    func rearmFutureWakeUps() {
-        let now = context.now()
+    /// Re-arms the wake-ups of the armed timers ready after `instant` (store time) at their ready
+    /// times under the current offset.
+    func rearmWakeUps(readyAfter instant: Int64) {
         let armed = state.withLock { state in
             state.machine.occurrences.compactMap { key, occurrence -> (key: StoredKey, readyAt: Int64, generation: UInt64)? in
-                guard case .armed(let readyAt, let generation) = occurrence.phase, readyAt > now else { return nil }
+                guard case .armed(let readyAt, let generation) = occurrence.phase, readyAt > instant else { return nil }
                 return (key, readyAt, generation)
             }
         }

@@ -438,16 +438,9 @@ final class PostgresTimerStore: DurableTimerStore {
 
     func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
         guard !completed.isEmpty else { return [] }
-        // Rows are locked in key order first, as the renewals lock theirs: two statements of many
-        // rows that lock them in different orders deadlock (seen draining a backlog).
         let query: PostgresQuery = """
-            WITH locked AS (
-                SELECT t.key FROM timerkit_timers t
-                JOIN unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
-                    ON t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
-                WHERE t.namespace = \(namespace) ORDER BY t.key FOR UPDATE OF t
-            )
-            DELETE FROM timerkit_timers t USING locked WHERE t.namespace = \(namespace) AND t.key = locked.key
+            DELETE FROM timerkit_timers t USING unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
+            WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
             RETURNING t.key
             """
         return try await call(.reserved) { connection, logger in
@@ -463,15 +456,10 @@ final class PostgresTimerStore: DurableTimerStore {
         let lease = leaseUntil.addingSaturating(-reading)
         let now = now(reading)
         let query: PostgresQuery = """
-            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
-            locked AS (
-                SELECT t.key FROM timerkit_timers t
-                JOIN unnest(\(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[]) AS h(key, owner, sequence)
-                    ON t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
-                WHERE t.namespace = \(namespace) ORDER BY t.key FOR UPDATE OF t
-            )
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns)
             UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease)
-            FROM c, locked WHERE t.namespace = \(namespace) AND t.key = locked.key
+            FROM c, unnest(\(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[]) AS h(key, owner, sequence)
+            WHERE t.namespace = \(namespace) AND t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
             RETURNING t.key
             """
         return try await call(.reserved) { connection, logger in
