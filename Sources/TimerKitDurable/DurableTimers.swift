@@ -169,14 +169,21 @@ public final class DurableTimers: Sendable {
     ///
     /// A PostgreSQL runner made while its database could not be reached waits here for it (the
     /// store retries with a pause that doubles up to five seconds and reports each failure to
-    /// ``Options/onError``); cancelling the calling task ends the wait.
+    /// ``Options/onError``). A shutdown, or cancelling the calling task, ends the wait; after a
+    /// cancellation the runner still loads its horizon once the database answers.
     public func start() async {
         guard runner.markStarted() else { return }
         if let changes = store.changes(namespace: namespace) { runner.follow(changes) }
         if let offsets = store.clockOffsetChanges() { runner.follow(offsets: offsets) }
-        await store.untilOpen()
-        guard !Task.isCancelled else { return }
-        await runner.refill()
+        if await runner.untilStoreOpens() {
+            await runner.refill()
+        } else {
+            let (store, runner) = (store, runner)
+            runner.spawn {
+                await store.untilOpen()
+                await runner.refill()  // nothing once the runner has stopped
+            }
+        }
     }
 
     /// Starts the runner and returns when the calling task is cancelled, after a graceful shutdown

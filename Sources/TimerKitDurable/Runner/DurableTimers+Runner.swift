@@ -88,6 +88,9 @@ extension DurableTimers {
             /// How many times the horizon, and windows of it, were loaded (tests: reloads coalesce).
             var horizonLoads = 0
             var windowLoads = 0
+            /// Counts the notifications to load everything again: a load under way that began
+            /// before one does not leave a cursor to go on from (see ``resumeAfter``).
+            var restarts = 0
             var renewal: ScheduledCallback?
             var follower: Task<Void, Never>?
             /// Follows the store's clock offset (see ``Runner/follow(offsets:)``), and how many
@@ -250,6 +253,36 @@ extension DurableTimers {
                 }
                 if stopped { continuation.resume() }
             }
+        }
+
+        /// Waits until the store is open (``DurableTimerStore/untilOpen()``): `true` then; `false`
+        /// if the runner stops or the calling task is cancelled first.
+        func untilStoreOpens() async -> Bool {
+            let store = context.store
+            let once = Locked<CheckedContinuation<Bool, Never>?>(nil)
+            let waits = Locked<[Task<Void, Never>]>([])
+            let opened = await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    once.withLock { $0 = continuation }
+                    waits.withLock {
+                        $0 = [
+                            Task {
+                                await store.untilOpen()
+                                once.withLock { $0.take() }?.resume(returning: true)
+                            },
+                            Task { [weak self] in
+                                await self?.waitUntilStopped()
+                                once.withLock { $0.take() }?.resume(returning: false)
+                            }
+                        ]
+                    }
+                    if Task.isCancelled { once.withLock { $0.take() }?.resume(returning: false) }
+                }
+            } onCancel: {
+                once.withLock { $0.take() }?.resume(returning: false)
+            }
+            for wait in waits.withLock({ $0 }) { wait.cancel() }
+            return opened
         }
 
         // MARK: Plumbing

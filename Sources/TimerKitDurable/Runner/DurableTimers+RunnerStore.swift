@@ -161,7 +161,8 @@ extension DurableTimers.Runner {
     /// Loads the horizon (``loadHorizon()``), coalescing requests: one load runs at a time, and
     /// every request that comes while it runs is served by one more load after it (a burst of
     /// notifications to reload, or a refill due meanwhile, costs two loads, not one each). Returns
-    /// when a load of the horizon that began after the request has ended.
+    /// when a load of the horizon that began after the request has ended (or, while the next piece
+    /// of a backlog waits for the drain, has been put off).
     func refill() async {
         guard isStarted else { return }
         let leads: Bool = await withCheckedContinuation { continuation in
@@ -232,16 +233,21 @@ extension DurableTimers.Runner {
         let now = context.now()
         // The next piece of a backlog waits until the runner holds fewer than half a piece: its
         // memory is bounded by the piece, however slowly the store lets it drain.
-        let holding = state.withLock { $0.resumeAfter != nil && $0.machine.occurrences.count >= options.maximumArmed / 2 }
+        let holding = state.withLock { $0.resumeAfter != nil && $0.machine.occurrences.count >= max(options.maximumArmed / 2, 1) }
         if holding {
             scheduleRefill(at: now.addingSaturating(1_000_000_000))
             return
         }
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
-        var cursor = state.withLock { state in
+        // What another instance writes while this load reads is armed as it is told (up to the
+        // horizon), not dropped as "beyond what is loaded": a row committed behind the load's
+        // position would otherwise wait for the next load.
+        let (startingAfter, restarts) = state.withLock { state in
             state.horizonLoads += 1
-            return state.resumeAfter
+            if state.resumeAfter == nil { state.machine.loaded(until: until) }
+            return (state.resumeAfter, state.restarts)
         }
+        var cursor = startingAfter
         var loaded: [DurableReadyTimer] = []
         var truncated = false
         do {
@@ -265,7 +271,7 @@ extension DurableTimers.Runner {
         let overdue = loaded.lazy.filter { $0.readyAt < now }.count
         let spread = min(Int64(overdue).multipliedSaturating(by: 1_000_000_000) / Int64(options.catchUpRate), 60_000_000_000)
         let loadedUntil = truncated ? loaded.last!.readyAt : until
-        state.withLock { $0.resumeAfter = truncated ? cursor : nil }
+        state.withLock { state in state.resumeAfter = truncated && state.restarts == restarts ? cursor : nil }
         transition { machine in
             machine.loaded(until: loadedUntil)
             var actions: [Machine.Action] = []
@@ -353,7 +359,10 @@ extension DurableTimers.Runner {
                 case .removed(let key): self.transition { $0.removed(StoredKey(key)) }
                 case .reload:
                     // Changes may have been missed anywhere: the load starts from the beginning.
-                    self.state.withLock { $0.resumeAfter = nil }
+                    self.state.withLock { state in
+                        state.resumeAfter = nil
+                        state.restarts += 1
+                    }
                     self.spawn { await self.refill() }
                 case .window(let from, let through): self.loadWindow(from: from, through: through)
                 }

@@ -9,7 +9,8 @@ extension PostgresTimerStore {
     /// A claim is only as good as its renewals: when the application's writes (a batch of
     /// schedules, a slow query of its own) take every connection, a renewal that queues behind
     /// them lets the lease expire and the occurrence run twice. So ``reservedConnections`` of the
-    /// pool (a quarter, at least one) are kept for what keeps held claims alive.
+    /// pool (a quarter, at least one, of a pool of two or more; none of a pool of one, which the
+    /// lanes share) are kept for what keeps held claims alive.
     enum Lane: Sendable {
         /// The application's calls and the runner's loads and claims: at most the pool's size less
         /// the reserved connections at once.
@@ -34,12 +35,17 @@ extension PostgresTimerStore {
         let openingFailure = openingFailure
         let result: Result<T, DurableTimerError> = await withCheckedContinuation { continuation in
             let waiting = Locked<CheckedContinuation<Result<T, DurableTimerError>, Never>?>(continuation)
-            let work = Locked<(task: Task<Void, Never>?, connection: PostgresConnection?)>((nil, nil))
+            let work = Locked(CallState())
             let deadline = try? TimerClock.continuous.schedule(at: .after(timeout)) {
                 guard let continuation = waiting.withLock({ $0.take() }) else { return }
-                let (task, connection) = work.withLock { $0 }
+                let (task, connection) = work.withLock { work in
+                    work.timedOut = true
+                    return (work.task, work.connection)
+                }
                 task?.cancel()
-                if let connection { Task { try? await connection.close() } }
+                // The body still holds the connection: closed now, on its event loop (a body that
+                // ends meanwhile closes it itself before the pool gets it back, below).
+                if let connection { Self.closeNow(connection) }
                 let reason =
                     if !opened.isOpen, let failure = openingFailure.withLock({ $0 }) {
                         "the database has not answered since the store was made (\(failure))"
@@ -57,8 +63,14 @@ extension PostgresTimerStore {
                     result = .success(
                         try await client.withConnection { connection in
                             work.withLock { $0.connection = connection }
-                            defer { work.withLock { $0.connection = nil } }
-                            return try await body(connection, logger)
+                            do {
+                                let value = try await body(connection, logger)
+                                try await Self.release(connection, work)
+                                return value
+                            } catch {
+                                try? await Self.release(connection, work)
+                                throw error
+                            }
                         })
                 } catch {
                     result = .failure(Self.mapped(error))
@@ -69,6 +81,29 @@ extension PostgresTimerStore {
             work.withLock { $0.task = task }
         }
         return try result.get()
+    }
+
+    /// A call under way: its task, the connection its body holds, and whether its time ran out.
+    struct CallState {
+        var task: Task<Void, Never>?
+        var connection: PostgresConnection?
+        var timedOut = false
+    }
+
+    /// Starts closing `connection` on its event loop, without waiting.
+    private static func closeNow(_ connection: PostgresConnection) {
+        let closing: EventLoopFuture<Void> = connection.close()
+        closing.whenComplete { _ in }
+    }
+
+    /// Lets the call's connection go back to the pool — closed first if the call timed out
+    /// meanwhile, so that no other call is handed a connection whose last answer never came.
+    private static func release(_ connection: PostgresConnection, _ work: Locked<CallState>) async throws {
+        let timedOut = work.withLock { work in
+            work.connection = nil
+            return work.timedOut
+        }
+        if timedOut { try? await connection.close() }
     }
 
     /// A failure of the database or the connection as a ``DurableTimerError``.

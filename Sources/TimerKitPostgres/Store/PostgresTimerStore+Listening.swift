@@ -89,6 +89,7 @@ extension PostgresTimerStore {
         }
         let timeSource = timeSource
         let measurer = Task { [weak self] in
+            guard await opened.wait() else { return }
             while !Task.isCancelled, timeSource == .database {
                 try? await Task.sleep(for: .seconds(10))
                 guard let self else { return }

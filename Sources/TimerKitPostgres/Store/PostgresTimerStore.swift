@@ -13,8 +13,9 @@ import TimerKitDurable
 /// occurrence twice or skip it. A claim is one `UPDATE` of the row picked `FOR UPDATE SKIP LOCKED`:
 /// instances never wait for each other's row locks, and there is no global lock.
 ///
-/// A write that makes a timer ready within the horizon sends `NOTIFY timerkit` in its own
-/// transaction; every instance listens on a connection of its own and arms the timer at once.
+/// A write that makes a timer ready within the horizon sends a notification on its namespace's
+/// channel (``channel(for:)``) in its own transaction; every instance listens on a connection of
+/// its own and arms the timer at once.
 /// When that connection drops, the instance reconnects with a growing pause and loads its horizon
 /// again (notifications sent meanwhile are lost, the rows are not).
 final class PostgresTimerStore: DurableTimerStore {
@@ -129,7 +130,7 @@ final class PostgresTimerStore: DurableTimerStore {
         } catch .unreachable(let reason) where waitsForDatabase {
             openingFailure.withLock { $0 = .unreachable(reason: reason) }
             onError(.unreachable(reason: "\(reason); opening again in the background: the runner starts once the database answers"))
-            keep([Task { [weak self] in await self?.openInBackground(upgrade) }])
+            keep([Task { [weak self] in await Self.openInBackground(self, upgrade) }])
         } catch {
             await close()
             throw error
@@ -150,19 +151,22 @@ final class PostgresTimerStore: DurableTimerStore {
         opened.open()
     }
 
-    /// Opens again until it succeeds or the store is closed, reporting each failure.
-    private func openInBackground(_ upgrade: DurableTimers.SchemaUpgrade) async {
+    /// Opens again until it succeeds or the store is closed (or gone: it holds the store only
+    /// while it tries), reporting each failure.
+    private static func openInBackground(_ store: PostgresTimerStore?, _ upgrade: DurableTimers.SchemaUpgrade) async {
+        weak let weakStore = store
         var pause = Duration.milliseconds(100)
         while !Task.isCancelled {
             try? await Task.sleep(for: pause)
             pause = min(pause * 2, .seconds(5))
+            guard !Task.isCancelled, let store = weakStore else { return }
             do {
-                try await open(upgrade)
+                try await store.open(upgrade)
                 return
             } catch {
                 guard !Task.isCancelled else { return }
-                openingFailure.withLock { $0 = error }
-                onError(error)
+                store.openingFailure.withLock { $0 = error }
+                store.onError(error)
             }
         }
     }
@@ -206,6 +210,9 @@ final class PostgresTimerStore: DurableTimerStore {
         for listener in listeners { listener.cancel() }
         for run in runs { run.cancel() }
         for watcher in offsetWatchers.withLock({ $0 }) { watcher.finish() }
+        // Whoever still waits for the opening goes on, and meets the closed pool.
+        opened.open()
+        listening.open()
     }
 
     // MARK: Time
@@ -244,7 +251,8 @@ final class PostgresTimerStore: DurableTimerStore {
         let uncertainty = best.roundTrip / 2
         let moved = offset.withLock { state -> Bool in
             defer { state = (measured, uncertainty) }
-            return abs(measured - state.offset) > max(uncertainty, state.uncertainty, 1_000_000)
+            // Two honest measurements differ by up to the sum of their uncertainties.
+            return abs(measured - state.offset) > max(uncertainty + state.uncertainty, 1_000_000)
         }
         if moved { for watcher in offsetWatchers.withLock({ $0 }) { watcher.yield(measured) } }
         if abs(measured) - uncertainty > maximumSkew { onError(.clockSkew(milliseconds: measured / 1_000_000)) }
@@ -438,6 +446,9 @@ final class PostgresTimerStore: DurableTimerStore {
 
     func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
         guard !completed.isEmpty else { return [] }
+        // In key order, as renewals bind theirs: with the plan driven by the array, both lock rows
+        // in the same order, which keeps them from deadlocking each other.
+        let completed = completed.sorted { $0.key < $1.key }
         let query: PostgresQuery = """
             DELETE FROM timerkit_timers t USING unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
             WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
@@ -452,6 +463,7 @@ final class PostgresTimerStore: DurableTimerStore {
 
     func renewAll(namespace: String, claims: [DurableHeldClaim], now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey> {
         guard !claims.isEmpty else { return [] }
+        let claims = claims.sorted { $0.key < $1.key }  // in key order, as completions bind theirs
         // The lease runs from the database's now for as long as the runner asked from its own.
         let lease = leaseUntil.addingSaturating(-reading)
         let now = now(reading)

@@ -61,6 +61,28 @@ extension FleetTests {
             await writer.shutdown()
         }
 
+        @Test("A runner waiting at start for a database that does not answer: a shutdown ends run() at once; it does not wait for the database")
+        func shutdownWhileWaitingForTheDatabase() async throws {
+            let proxy = try FaultProxy()
+            defer { proxy.stop() }
+            try proxy.send("partition")
+            let timers = try await DurableTimers(
+                postgres: try proxy.configuration(), namespace: "waiting-\(UUID().uuidString.prefix(8))",
+                options: serverOptions { $0.busyTimeout = .seconds(1) })
+            try await timers.register("note", payload: Note.self) { _, _ in }
+            let ended = Locked(false)
+            let running = Task {
+                await timers.run()
+                ended.withLock { $0 = true }
+            }
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(!ended.withLock { $0 }, "run() waits for the database")
+            await timers.shutdown()
+            // Before: run() waited inside start() until the database answered — here, never.
+            #expect(await eventually { ended.withLock { $0 } }, "run() returned after the shutdown")
+            running.cancel()
+        }
+
         @Test(
             "C17: a pool of one connection works: LISTEN has a connection of its own beside it, so timers another instance writes fire on notification, and the application's calls, claims and renewals share the one"
         )
