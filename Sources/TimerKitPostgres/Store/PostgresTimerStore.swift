@@ -130,7 +130,18 @@ final class PostgresTimerStore: DurableTimerStore {
         } catch .unreachable(let reason) where waitsForDatabase {
             openingFailure.withLock { $0 = .unreachable(reason: reason) }
             onError(.unreachable(reason: "\(reason); opening again in the background: the runner starts once the database answers"))
-            keep([Task { [weak self] in await Self.openInBackground(self, upgrade) }])
+            // Holds the store only while it tries: a store dropped meanwhile ends it.
+            keep([
+                Task { [weak self] in
+                    var pause = Duration.milliseconds(100)
+                    while !Task.isCancelled {
+                        try? await Task.sleep(for: pause)
+                        pause = min(pause * 2, .seconds(5))
+                        guard !Task.isCancelled, let store = self else { return }
+                        if await store.openedInBackground(upgrade) { return }
+                    }
+                }
+            ])
         } catch {
             await close()
             throw error
@@ -151,23 +162,17 @@ final class PostgresTimerStore: DurableTimerStore {
         opened.open()
     }
 
-    /// Opens again until it succeeds or the store is closed (or gone: it holds the store only
-    /// while it tries), reporting each failure.
-    private static func openInBackground(_ store: PostgresTimerStore?, _ upgrade: DurableTimers.SchemaUpgrade) async {
-        weak let weakStore = store
-        var pause = Duration.milliseconds(100)
-        while !Task.isCancelled {
-            try? await Task.sleep(for: pause)
-            pause = min(pause * 2, .seconds(5))
-            guard !Task.isCancelled, let store = weakStore else { return }
-            do {
-                try await store.open(upgrade)
-                return
-            } catch {
-                guard !Task.isCancelled else { return }
-                store.openingFailure.withLock { $0 = error }
-                store.onError(error)
-            }
+    /// One more try of the opening in the background: `true` once it succeeded (or the store was
+    /// closed meanwhile); a failure is reported.
+    private func openedInBackground(_ upgrade: DurableTimers.SchemaUpgrade) async -> Bool {
+        do {
+            try await open(upgrade)
+            return true
+        } catch {
+            guard !Task.isCancelled else { return true }
+            openingFailure.withLock { $0 = error }
+            onError(error)
+            return false
         }
     }
 
