@@ -173,6 +173,27 @@ struct DurableTimersTests {
         await second.shutdown()
     }
 
+    /// Options that load a backlog in pieces of 10 timers, each spread over a second (catch-up
+    /// rate 10/s), telling `loads` how many timers each load of the horizon read.
+    func pieceOptions(_ loads: Locked<[Int]>, _ change: (inout DurableTimers.Options) -> Void = { _ in }) -> DurableTimers.Options {
+        exactOptions { options in
+            options.maximumArmed = 10
+            options.catchUpRate = 10
+            options.onEvent = { event in
+                if case .loaded(.horizon, let timers, _) = event { loads.withLock { $0.append(timers) } }
+            }
+            change(&options)
+        }
+    }
+
+    /// Leaves 25 one-shots (`k00`…`k24`) overdue in `database`: scheduled, then an hour of downtime.
+    func leaveOverdue(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options) async throws {
+        let first = try await runner(database, virtual, log: log, options: options)
+        #expect(try await first.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(1), payload: Note(text: "x")) }, handler: "note") == 25)
+        await first.shutdown()
+        await virtual.advance(by: .seconds(3_600))
+    }
+
     @Test(
         "A backlog larger than one load arms (25 overdue timers, 10 a load) is loaded in pieces, the next once the last one's catch-up spread has passed — never back to back over rows still waiting — and each timer runs once"
     )
@@ -181,17 +202,8 @@ struct DurableTimersTests {
         let virtual = makeVirtualClock()
         let log = FireLog()
         let loads = Locked<[Int]>([])
-        let options = exactOptions { options in
-            options.maximumArmed = 10
-            options.catchUpRate = 10  // a piece of 10 overdue timers is spread over a second
-            options.onEvent = { event in
-                if case .loaded(.horizon, let timers, _) = event { loads.withLock { $0.append(timers) } }
-            }
-        }
-        let first = try await runner(database, virtual, log: log, options: options)
-        #expect(try await first.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(1), payload: Note(text: "x")) }, handler: "note") == 25)
-        await first.shutdown()
-        await virtual.advance(by: .seconds(3_600))
+        let options = pieceOptions(loads)
+        try await leaveOverdue(database, virtual, log: log, options: options)
         let second = try await runner(database, virtual, log: log, options: options)
         await second.start()
         #expect(loads.withLock { $0 } == [10])
@@ -217,18 +229,8 @@ struct DurableTimersTests {
         let virtual = makeVirtualClock()
         let log = FireLog()
         let loads = Locked<[Int]>([])
-        let options = exactOptions { options in
-            options.maximumArmed = 10
-            options.catchUpRate = 10
-            options.maxConcurrentHandlers = 2
-            options.onEvent = { event in
-                if case .loaded(.horizon, let timers, _) = event { loads.withLock { $0.append(timers) } }
-            }
-        }
-        let first = try await runner(database, virtual, log: log, options: options)
-        #expect(try await first.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(1), payload: Note(text: "x")) }, handler: "note") == 25)
-        await first.shutdown()
-        await virtual.advance(by: .seconds(3_600))
+        let options = pieceOptions(loads) { $0.maxConcurrentHandlers = 2 }
+        try await leaveOverdue(database, virtual, log: log, options: options)
         let second = try DurableTimers(path: database.path, clock: virtual.clock, options: options)
         try await second.register("note", payload: Note.self) { note, fire in
             try await Task.sleep(for: .seconds(5), clock: virtual.clock)

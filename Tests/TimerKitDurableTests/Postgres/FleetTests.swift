@@ -232,18 +232,7 @@ struct FleetTests {
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(1_500, from: Date().addingTimeInterval(1), over: .seconds(3))
         try await Task.sleep(for: .milliseconds(2_000))
-        // pg_ctl's exit status lands in a file: Foundation's Process does not see the shell end
-        // while the restarted server holds descriptors it inherited.
-        let status = fleet.folder.folder.appendingPathComponent("restart-status").path
-        let restart = Process()
-        restart.executableURL = URL(fileURLWithPath: "/bin/sh")
-        restart.arguments = ["-c", "\(control) restart -m fast -w -t 60 >/dev/null 2>&1 </dev/null; echo $? > \(status)"]
-        try restart.run()
-        let end = ContinuousClock.now + .seconds(90)
-        while !FileManager.default.fileExists(atPath: status), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
-        try await Task.sleep(for: .milliseconds(20))
-        let written = (try? String(contentsOfFile: status, encoding: .utf8)) ?? "none"
-        #expect(written.trimmingCharacters(in: .whitespacesAndNewlines) == "0", "pg_ctl restart succeeded")
+        #expect(try await shell("\(control) restart -m fast -w -t 60", fleet) == "0", "pg_ctl restart succeeded")
         #expect(await fleet.ended(), "the fleet emptied the namespace after the restart")
         let log = Log(path: fleet.log)
         let errors = ["a", "b", "c"].map { (try? String(contentsOfFile: fleet.errors(of: $0), encoding: .utf8)) ?? "" }.joined()
