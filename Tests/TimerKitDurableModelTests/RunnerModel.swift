@@ -21,10 +21,15 @@ enum ModelSettings {
     static let handlerTimeout = 7_000 * millisecond
     static let maxAttempts = 3
     static func configuration(_ owner: String) -> Machine.Configuration {
-        Machine.Configuration(
+        // A slow catch-up (20 a second: a tick of 50 ms, one claim each), so that sweeps are
+        // rate-bound as often as slot-bound.
+        let catchUp = Machine.Configuration.catchUp(rate: 20)
+        return Machine.Configuration(
             owner: owner, maxConcurrentHandlers: 2, maxAttempts: maxAttempts, lease: lease, retryDelay: 500 * millisecond,
-            maxRetryDelay: 2_000 * millisecond, grace: 0)
+            maxRetryDelay: 2_000 * millisecond, grace: 0, sweepTick: catchUp.tick, sweepCreditPerTick: catchUp.credit)
     }
+    /// How far back a refill arms timers (the runner's `recentlyDue`): older ones are swept.
+    static let recentlyDue = 1_000 * millisecond
     /// The longest a healthy process's store call takes: well inside a renewal period.
     static let maximumCallDelay = 300 * millisecond
 }
@@ -77,6 +82,15 @@ struct ModelStore {
         row.attempts += 1
         rows[key] = row
         return .claimed(record(key)!)
+    }
+
+    /// A sweep: claims up to `limit` rows ready by `now`, the earliest first (the SQL skips rows
+    /// locked by a claim in flight; here every call is atomic).
+    mutating func sweep(owner: String, excluding: [String], now: Int64, lease: Int64, limit: Int) -> [DurableTimerRecord] {
+        let ready = rows.filter { !$0.value.parked && $0.value.readyAt <= now && !excluding.contains($0.value.owner ?? "") }.sorted { ($0.value.readyAt, $0.key) < ($1.value.readyAt, $1.key) }
+        return ready.prefix(limit).compactMap { key, _ in
+            if case .claimed(let record) = claim(key, owner: owner, now: now, lease: lease, early: false) { record } else { nil }
+        }
     }
 
     mutating func finish(_ key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) -> Bool {
@@ -150,6 +164,7 @@ struct ModelHandler {
 struct ModelCall {
     enum Kind {
         case claim([Machine.QueuedClaim], token: String, reading: Int64)
+        case sweep(limit: Int, token: String, excluding: [String], reading: Int64)
         case finish(StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome)
         case release(StoredKey, token: String, sequence: Int64, readyAt: Int64)
         case renew([Machine.HeldClaim], reading: Int64, leaseUntil: Int64)
@@ -169,6 +184,7 @@ struct ModelCall {
 /// An answer waiting for its process (which may be frozen).
 enum ModelAnswer {
     case claimed([Machine.QueuedClaim], token: String, results: [StoredKey: Machine.ClaimResult], failed: Bool, sentAt: Int64)
+    case swept(limit: Int, token: String, Result<[DurableTimerRecord], DurableTimerError>, sentAt: Int64)
     case wrote(StoredKey, token: String, Machine.WriteResult)
     case renewed([Machine.HeldClaim], leaseUntil: Int64, Result<Set<StoredKey>, DurableTimerError>)
 }
@@ -180,6 +196,8 @@ final class ModelProcess {
         case retryFinish(StoredKey, token: String)
         case refill
         case graceExpired
+        case sweepTick
+        case backlogCheck
     }
 
     struct WakeUp {

@@ -43,9 +43,9 @@ struct RunnerModelTests {
             guard world.violations.isEmpty else {
                 var traced = ModelWorld(seed: UInt64(seed), tracing: true)
                 traced.run(events: 30)
-                // The whole trace, where asked (`TIMERKIT_MODEL_TRACE=path`), for debugging.
+                // The whole trace, where asked (`TIMERKIT_MODEL_TRACE=path`: path.SEED), for debugging.
                 if let path = ProcessInfo.processInfo.environment["TIMERKIT_MODEL_TRACE"] {
-                    try? traced.trace.joined(separator: "\n").write(toFile: path, atomically: true, encoding: .utf8)
+                    try? traced.trace.joined(separator: "\n").write(toFile: "\(path).\(seed)", atomically: true, encoding: .utf8)
                 }
                 return ["seed \(seed): \(world.violations.prefix(3).joined(separator: "; "))\n\(traced.trace.suffix(80).joined(separator: "\n"))"]
             }

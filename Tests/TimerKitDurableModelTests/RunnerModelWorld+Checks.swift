@@ -20,8 +20,9 @@ extension ModelWorld {
             default: break
             }
         }
-        if machine.slotsTaken != claiming + running || machine.slotsTaken > 2 || machine.slotsTaken < 0 {
-            violations.append("p\(processes[index].id): \(machine.slotsTaken) slots taken for \(claiming) claiming and \(running) running")
+        if machine.slotsTaken != claiming + running + machine.sweeping || machine.slotsTaken > 2 || machine.slotsTaken < 0 {
+            violations.append(
+                "p\(processes[index].id): \(machine.slotsTaken) slots taken for \(claiming) claiming, \(running) running and \(machine.sweeping) sweeping")
         }
         for key in machine.held {
             switch machine.occurrences[key]?.phase {
@@ -38,6 +39,7 @@ extension ModelWorld {
         return calls.allSatisfy { call in
             switch call.kind {
             case .claim(let round, _, _): round.allSatisfy { repeating.contains($0.key.string) }
+            case .sweep: false
             case .finish(let key, _, _, _), .release(let key, _, _, _): repeating.contains(key.string)
             case .renew: true
             }

@@ -21,10 +21,13 @@ extension ModelWorld {
         guard let index, processes[index].isAlive else { return }
         let reading = processes[index].reading(now)
         let until = reading + ModelSettings.horizon
-        let ready = store.rows.filter { !$0.value.parked && $0.value.readyAt <= until }.map { ($0.key, $0.value.readyAt) }.sorted { $0.0 < $1.0 }
+        // As the runner loads: from a second back; older rows are the sweep's.
+        let from = reading - ModelSettings.recentlyDue
+        let ready = store.rows.filter { !$0.value.parked && $0.value.readyAt >= from && $0.value.readyAt <= until }.map { ($0.key, $0.value.readyAt) }
+            .sorted { $0.0 < $1.0 }
         transition(index, "refill") { machine in
             machine.loaded(until: until)
-            return ready.flatMap { machine.load(StoredKey($0.0), readyAt: $0.1) }
+            return ready.flatMap { machine.load(StoredKey($0.0), readyAt: $0.1) } + machine.backlogMayWait()
         }
     }
 

@@ -167,6 +167,9 @@ struct ModelWorld {
                 transition(index, "claim round \(token) ended") {
                     $0.claimRoundEnded(round, token: token, results: results, failure: failed ? .store(reason: "model") : nil, now: reading, elapsed: elapsed)
                 }
+            case .swept(let limit, let token, let result, let sentAt):
+                let elapsed = now - sentAt
+                transition(index, "sweep \(token) ended") { $0.sweepEnded(limit: limit, token: token, result: result, now: reading, elapsed: elapsed) }
             case .wrote(let key, let token, let result):
                 transition(index, "write of \(key) \(token): \(result)") { $0.writeEnded(key, token: token, result: result, now: reading) }
             case .renewed(let claims, let leaseUntil, let result):
@@ -182,6 +185,8 @@ struct ModelWorld {
             case .refill:
                 refill(index)
                 processes[index].timers.append(.init(at: now + ModelSettings.horizon / 2, timer: .refill))
+            case .sweepTick: transition(index, "sweep tick") { $0.sweepTickDue() }
+            case .backlogCheck: transition(index, "backlog check") { $0.backlogMayWait() }
             case .graceExpired:
                 transition(index, "grace period over") { $0.graceExpired() }
                 if processes[index].isAlive, processes[index].machine.lifecycle != .stopped {
@@ -253,6 +258,10 @@ struct ModelWorld {
             case .arm(let key, let instant, let generation): processes[index].wakeUps[key] = .init(at: instant, generation: generation)
             case .disarm(let key): processes[index].wakeUps[key] = nil
             case .claim(let round, let token): call(index, .claim(round, token: token, reading: processes[index].reading(now)))
+            case .sweep(let limit, let token, let excluding):
+                call(index, .sweep(limit: limit, token: token, excluding: excluding, reading: processes[index].reading(now)))
+            case .scheduleSweepTick(let delay): processes[index].timers.append(.init(at: now + delay, timer: .sweepTick))
+            case .scheduleBacklogCheck(let delay): processes[index].timers.append(.init(at: now + delay, timer: .backlogCheck))
             case .start(let key, let start): startHandler(index, key, start)
             case .finish(let key, let token, let sequence, let outcome): call(index, .finish(key, token: token, sequence: sequence, outcome: outcome))
             case .retryFinish(let key, let token, let delay): processes[index].timers.append(.init(at: now + delay, timer: .retryFinish(key, token: token)))
@@ -326,6 +335,10 @@ struct ModelWorld {
                 if call.fails, case .claimed = result { unanswered.insert("\(token)|\(entry.key)") }
             }
             answer = .claimed(round, token: token, results: results, failed: call.fails, sentAt: call.sentAt)
+        case .sweep(let limit, let token, let excluding, _):
+            let swept = applies ? store.sweep(owner: token, excluding: excluding, now: call.at, lease: lease, limit: limit) : []
+            if call.fails { for record in swept { unanswered.insert("\(token)|\(record.key)") } }
+            answer = .swept(limit: limit, token: token, call.fails ? .failure(.store(reason: "model")) : .success(swept), sentAt: call.sentAt)
         case .finish(let key, let token, let sequence, let outcome):
             let changed = applies && store.finish(key.string, owner: token, sequence: sequence, outcome: outcome)
             if changed { notify(key.string, from: call.process) }

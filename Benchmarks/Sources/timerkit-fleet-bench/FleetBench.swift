@@ -25,7 +25,7 @@ import Darwin
 struct FleetBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timerkit-fleet-bench", abstract: "Durable timers on PostgreSQL across 1, 2 and 4 instances, armed vs polled.",
-        subcommands: [Run.self, Storm.self, Backlog.self, Instance.self], defaultSubcommand: Run.self)
+        subcommands: [Run.self, Storm.self, Backlog.self, Throughput.self, Instance.self], defaultSubcommand: Run.self)
 }
 
 struct Instance: AsyncParsableCommand {
@@ -50,10 +50,15 @@ struct Instance: AsyncParsableCommand {
         options.onError = { error in FileHandle.standardError.write(Data("instance: \(error)\n".utf8)) }
         let name = name
         options.onEvent = { event in
-            if case .loaded(let scope, let timers, let duration) = event {
+            switch event {
+            case .loaded(let scope, let timers, let duration):
                 append(
                     "load \(name) \(scope.rawValue) \(timers) \(Double(duration.components.seconds) * 1e3 + Double(duration.components.attoseconds) / 1e15)",
                     to: descriptor)
+            case .claimed(let requested, let claimed):
+                append("claim \(name) \(requested) \(claimed)", to: descriptor)
+            default:
+                break
             }
         }
         // The resident set, every half second (Linux: /proc/self/statm; elsewhere the peak).

@@ -114,10 +114,12 @@ extension DurableTimers {
         init(context: Context, owner: String) {
             self.context = context
             let options = context.options
+            let catchUp = RunnerStateMachine.Configuration.catchUp(rate: options.catchUpRate)
             let configuration = RunnerStateMachine.Configuration(
                 owner: owner, maxConcurrentHandlers: options.maxConcurrentHandlers, maxAttempts: options.maxAttempts,
                 lease: options.lease.saturatingNanoseconds, retryDelay: options.retryDelay.saturatingNanoseconds,
-                maxRetryDelay: options.maxRetryDelay.saturatingNanoseconds, grace: options.grace.saturatingNanoseconds)
+                maxRetryDelay: options.maxRetryDelay.saturatingNanoseconds, grace: options.grace.saturatingNanoseconds, sweepTick: catchUp.tick,
+                sweepCreditPerTick: catchUp.credit)
             state = Locked(State(machine: RunnerStateMachine(configuration: configuration)))
         }
 
@@ -133,7 +135,11 @@ extension DurableTimers {
                 switch action {
                 case .arm(let key, let instant, let generation): armWakeUp(key, at: instant, generation: generation)
                 case .disarm(let key): state.withLock { $0.wakeUps.removeValue(forKey: key) }?.callback.cancel()
-                case .claim(let round, let token): spawn { await self.claimRounds(round, token: token) }
+                case .claim, .sweep: spawn { await self.claimRounds(action) }
+                case .scheduleSweepTick(let delay):
+                    schedule(after: delay) { runner in runner.transition { $0.sweepTickDue() } }
+                case .scheduleBacklogCheck(let delay):
+                    schedule(after: delay) { runner in runner.transition { $0.backlogMayWait() } }
                 case .start(let key, let start): startRun(key, start)
                 case .finish(let key, let token, let sequence, let outcome): finish(key, token: token, sequence: sequence, outcome: outcome)
                 case .retryFinish(let key, let token, let delay):

@@ -9,21 +9,48 @@ extension DurableTimers.Runner {
 
     // MARK: Claims
 
-    /// Claims a round's keys, then the next round's, while the machine starts one: in this task,
-    /// so that back-to-back rounds (a backlog, instances racing for the same keys) do not each wait
-    /// for a new task to be scheduled.
-    func claimRounds(_ round: [Machine.QueuedClaim], token: String) async {
-        var next: (round: [Machine.QueuedClaim], token: String)? = (round, token)
-        while let (round, token) = next {
+    /// Carries out a claim round (``Machine/Action/claim(_:token:)`` or a sweep), then the next
+    /// round, while the machine starts one: in this task, so that back-to-back rounds (a backlog,
+    /// instances racing for the same keys) do not each wait for a new task to be scheduled.
+    func claimRounds(_ first: Machine.Action) async {
+        var next: Machine.Action? = first
+        while let round = next {
             next = nil
-            let actions = await claim(round, token: token)
+            let actions: [Machine.Action]
+            switch round {
+            case .claim(let keys, let token): actions = await claim(keys, token: token)
+            case .sweep(let limit, let token, let excluding): actions = await sweep(limit: limit, token: token, excluding: excluding)
+            default: return
+            }
             perform(
                 actions.filter { action in
-                    guard case .claim(let round, let token) = action else { return true }
-                    next = (round, token)
-                    return false
+                    switch action {
+                    case .claim, .sweep:
+                        next = action
+                        return false
+                    default:
+                        return true
+                    }
                 })
         }
+    }
+
+    /// Claims up to `limit` ready timers of the backlog, the earliest first, and hands them to
+    /// the machine; returns what to do next.
+    private func sweep(limit: Int, token: String, excluding: [String]) async -> [Machine.Action] {
+        let began = context.monotonicNow()
+        let now = context.now()
+        let leaseUntil = now.addingSaturating(context.options.lease.saturatingNanoseconds)
+        let result: Result<[DurableTimerRecord], DurableTimerError>
+        do {
+            result = .success(
+                try await context.store.sweep(
+                    namespace: context.namespace, handlers: handlerNames, owner: token, excluding: excluding, now: now, leaseUntil: leaseUntil, limit: limit))
+        } catch {
+            result = .failure(error)
+        }
+        let elapsed = began.duration(to: context.monotonicNow())
+        return state.withLock { $0.machine.sweepEnded(limit: limit, token: token, result: result, now: now, elapsed: elapsed) }
     }
 
     /// Claims a round's keys — the woken ones in one store call, manual ones early, one by one —
@@ -219,20 +246,22 @@ extension DurableTimers.Runner {
         }
     }
 
-    /// Loads every timer ready within the horizon and arms it, at most ``Options/maximumArmed``
-    /// of them: a load cut short there is carried on by the next from where it stopped, once the
-    /// runner holds fewer than half that many timers (checked every second, without a query). Overdue
-    /// timers (after downtime) are spread over `count / catchUpRate` seconds (at most a minute),
-    /// each at a fixed offset of its key. Then arms the next load: halfway through the horizon —
-    /// or, cut short, once this piece's overdue timers have come due, or when its last future one
-    /// does.
+    /// Loads every timer ready within the horizon from a second ago on and arms it, at most
+    /// ``Options/maximumArmed`` of them: a load cut short there is carried on by the next from
+    /// where it stopped, once the runner holds fewer than half that many timers (checked every
+    /// second, without a query), or when the last one loaded comes due. Timers overdue by more
+    /// than that second (after downtime, a backlog) are not loaded: the sweep claims them, the
+    /// earliest first, `catchUpRate` a second, in rows disjoint from other runners' sweeps
+    /// (``RunnerStateMachine/backlogMayWait()``), so a backlog costs no memory and instances
+    /// divide it instead of racing for each key. Then arms the next load halfway through the
+    /// horizon.
     private func loadHorizon() async {
         guard isStarted else { return }
         let began = context.monotonicNow()
         let options = context.options
         let now = context.now()
-        // The next piece of a backlog waits until the runner holds fewer than half a piece: its
-        // memory is bounded by the piece, however slowly the store lets it drain.
+        // The next piece waits until the runner holds fewer than half a piece: its memory is
+        // bounded by the piece.
         let holding = state.withLock { $0.resumeAfter != nil && $0.machine.occurrences.count >= max(options.maximumArmed / 2, 1) }
         if holding {
             scheduleRefill(at: now.addingSaturating(1_000_000_000))
@@ -247,7 +276,11 @@ extension DurableTimers.Runner {
             if state.resumeAfter == nil { state.machine.loaded(until: until) }
             return (state.resumeAfter, state.restarts)
         }
-        var cursor = startingAfter
+        // A second back: a timer just due is armed, as it would have been on time (and a clock a
+        // little ahead of the store's cannot leave one between the load and the sweep).
+        let recent = DurableTimerCursor(readyAt: now.addingSaturating(-Self.recentlyDue), key: "")
+        var cursor: DurableTimerCursor? =
+            if let startingAfter, (startingAfter.readyAt, startingAfter.key) > (recent.readyAt, recent.key) { startingAfter } else { recent }
         var loaded: [DurableReadyTimer] = []
         var truncated = false
         do {
@@ -268,30 +301,23 @@ extension DurableTimers.Runner {
             scheduleRefill(at: now.addingSaturating(options.retryDelay.saturatingNanoseconds))
             return
         }
-        let overdue = loaded.lazy.filter { $0.readyAt < now }.count
-        let spread = min(Int64(overdue).multipliedSaturating(by: 1_000_000_000) / Int64(options.catchUpRate), 60_000_000_000)
         let loadedUntil = truncated ? loaded.last!.readyAt : until
         state.withLock { state in state.resumeAfter = truncated && state.restarts == restarts ? cursor : nil }
         transition { machine in
             machine.loaded(until: loadedUntil)
             var actions: [Machine.Action] = []
             for timer in loaded {
-                let wakeAt = timer.readyAt < now ? now.addingSaturating(Self.offset(of: timer.key, within: spread)) : timer.readyAt
-                actions += machine.load(StoredKey(timer.key), readyAt: timer.readyAt, wakeAt: wakeAt)
+                actions += machine.load(StoredKey(timer.key), readyAt: timer.readyAt)
             }
-            return actions
+            return actions + machine.backlogMayWait()
         }
         context.options.onEvent(.loaded(scope: .horizon, timers: loaded.count, duration: .nanoseconds(context.monotonicNow() - began)))
-        let next: Int64 =
-            if !truncated {
-                now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
-            } else if loadedUntil < now {
-                now.addingSaturating(max(spread, 1_000_000))
-            } else {
-                max(loadedUntil, now.addingSaturating(1_000_000))
-            }
+        let next = truncated ? max(loadedUntil, now.addingSaturating(1_000_000)) : now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
         scheduleRefill(at: next)
     }
+
+    /// How far back a load of the horizon reads (nanoseconds): older timers are the sweep's.
+    static let recentlyDue: Int64 = 1_000_000_000
 
     /// Loads the timers ready within `window`, as far as the horizon is loaded, and arms them.
     private func loadWindow(_ window: ClosedRange<Int64>) async {
@@ -333,18 +359,6 @@ extension DurableTimers.Runner {
             return state.refill
         }
         old?.cancel()
-    }
-
-    /// A fixed offset in `[0, spread)` for a key (FNV-1a), so that a catch-up is spread the same
-    /// way each time it is loaded.
-    static func offset(of key: String, within spread: Int64) -> Int64 {
-        guard spread > 0 else { return 0 }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in key.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
-        return Int64(hash % UInt64(spread))
     }
 
     /// Follows the store's changes, if it reports them: arms what other runners wrote within the

@@ -15,6 +15,17 @@ extension RunnerStateMachine {
         var maxRetryDelay: Int64
         /// The lateness that still counts as on time for ``MisfirePolicy/skip``.
         var grace: Int64
+        /// How often the sweep of a backlog earns credit, and how much (``catchUp(rate:)``).
+        var sweepTick: Int64 = 10_000_000
+        var sweepCreditPerTick = 1 << 40
+
+        /// The sweep's tick and credit for `rate` overdue timers claimed a second: a tick every
+        /// 10 ms (slower rates: one claim a tick), each worth a tick's share of the rate.
+        static func catchUp(rate: Int) -> (tick: Int64, credit: Int) {
+            let tick = max(10_000_000, 1_000_000_000 / Int64(max(rate, 1)))
+            let credit = Double(max(rate, 1)) * Double(tick) / 1e9
+            return (tick, Int(min(max(credit.rounded(), 1), Double(1 << 40))))
+        }
 
         /// How often held claims are renewed: a third of the lease.
         var renewalPeriod: Int64 { max(lease / 3, 1) }
@@ -108,6 +119,15 @@ extension RunnerStateMachine {
         var refusals = 0
     }
 
+    /// A claim a sweep took of a key whose handler runs here, being given back.
+    struct Stray: Sendable, Equatable {
+        var key: StoredKey
+        var token: String
+        var sequence: Int64
+        var readyAt: Int64
+        var failures = 0
+    }
+
     /// A key in a claim round.
     struct QueuedClaim: Sendable, Equatable {
         var key: StoredKey
@@ -167,6 +187,15 @@ extension RunnerStateMachine {
         case disarm(StoredKey)
         /// Claim these keys, as the round `token` (manual ones early, one by one).
         case claim([QueuedClaim], token: String)
+        /// Claim up to `limit` of the store's ready timers no runner holds, the earliest first, as
+        /// the round `token`: a sweep of the backlog. Rows owned by `excluding` (claims this
+        /// runner holds, whose lease may have lapsed) are not taken.
+        case sweep(limit: Int, token: String, excluding: [String])
+        /// Call ``RunnerStateMachine/sweepTickDue()`` `after` nanoseconds: the catch-up's credit.
+        case scheduleSweepTick(after: Int64)
+        /// Call ``RunnerStateMachine/backlogMayWait()`` again `after` nanoseconds: claims that a
+        /// sweep saw taken by other runners may lapse (their process died) and be ready again.
+        case scheduleBacklogCheck(after: Int64)
         /// Run a claimed occurrence's handler.
         case start(StoredKey, Start)
         /// Write a run's end, fenced by its token and sequence.

@@ -41,6 +41,20 @@ struct RunnerStateMachine: Sendable {
     private var isRenewalInFlight = false
     private var claimRounds: UInt64 = 0
     private var generations: UInt64 = 0
+    /// Overdue timers may wait in the store, armed by no one (a load of the horizon leaves them
+    /// there): sweep rounds claim them, the earliest first, while handler slots and credit allow.
+    private(set) var hasBacklog = false
+    /// Timers the sweeps may still claim: the catch-up rate's credit, earned each tick.
+    private var sweepCredit = 0
+    private var isSweepTickArmed = false
+    /// What the sweeps of this backlog claimed so far.
+    private var sweptInBacklog = 0
+    /// The handler slots the sweep in flight took (its limit), or 0.
+    private(set) var sweeping = 0
+    /// A claim round of woken keys went while the backlog waited: the next round is a sweep.
+    private var isSweepsTurn = false
+    /// Claims a sweep took of keys whose handler runs here, being given back.
+    private var strays: [Stray] = []
 
     init(configuration: Configuration) {
         self.configuration = configuration
@@ -84,6 +98,7 @@ struct RunnerStateMachine: Sendable {
         }
         queue = []
         queueHead = 0
+        hasBacklog = false
         return actions + checkDrained()
     }
 
@@ -221,25 +236,150 @@ struct RunnerStateMachine: Sendable {
         guard lifecycle == .running, !isClaimRoundInFlight else { return [] }
         claimRounds += 1
         let token = "\(configuration.owner)/\(claimRounds)"
-        var round: [QueuedClaim] = []
-        while slotsTaken < configuration.maxConcurrentHandlers, queueHead < queue.count {
-            let key = queue[queueHead]
-            queueHead += 1
-            guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
-            occurrences[key]!.phase = .claiming(token: token, isManual: isManual)
-            slotsTaken += 1
-            round.append(QueuedClaim(key: key, isManual: isManual))
+        // Woken keys and the backlog's sweep take turns while both wait: on-time work that keeps
+        // every slot busy must not starve the backlog, nor the backlog it.
+        if !isSweepsTurn || !canSweep {
+            var round: [QueuedClaim] = []
+            while slotsTaken < configuration.maxConcurrentHandlers, queueHead < queue.count {
+                let key = queue[queueHead]
+                queueHead += 1
+                guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
+                occurrences[key]!.phase = .claiming(token: token, isManual: isManual)
+                slotsTaken += 1
+                round.append(QueuedClaim(key: key, isManual: isManual))
+            }
+            if queueHead == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                queueHead = 0
+            } else if queueHead > 4_096, queueHead * 2 > queue.count {
+                queue.removeFirst(queueHead)
+                queueHead = 0
+            }
+            if !round.isEmpty {
+                isSweepsTurn = hasBacklog
+                isClaimRoundInFlight = true
+                return [.claim(round, token: token)]
+            }
         }
-        if queueHead == queue.count {
-            queue.removeAll(keepingCapacity: true)
-            queueHead = 0
-        } else if queueHead > 4_096, queueHead * 2 > queue.count {
-            queue.removeFirst(queueHead)
-            queueHead = 0
-        }
-        guard !round.isEmpty else { return [] }
+        // A sweep of the backlog, as many as the free slots and the credit allow.
+        guard canSweep else { return [] }
+        let limit = min(configuration.maxConcurrentHandlers - slotsTaken, sweepCredit)
+        isSweepsTurn = false
+        sweepCredit -= limit
+        slotsTaken += limit
+        sweeping = limit
         isClaimRoundInFlight = true
-        return [.claim(round, token: token)]
+        // No key claims while the sweep is in flight: these are all the claims held here.
+        let holding = held.compactMap { key -> String? in
+            switch occurrences[key]?.phase {
+            case .running(let run)?, .completing(let run, _)?: run.token
+            default: nil
+            }
+        }
+        return [.sweep(limit: limit, token: token, excluding: holding.sorted())]
+    }
+
+    /// Whether a sweep may start: a backlog, a free slot, credit.
+    private var canSweep: Bool { hasBacklog && slotsTaken < configuration.maxConcurrentHandlers && sweepCredit > 0 }
+
+    // MARK: Sweeping a backlog
+
+    /// Overdue timers may wait in the store unarmed (a load of the horizon leaves the overdue
+    /// ones there, or a sweep's check after its lease): sweep rounds claim them, at most
+    /// ``Configuration/sweepCreditPerTick`` a tick, until a sweep finds fewer than it asked for.
+    mutating func backlogMayWait() -> [Action] {
+        guard lifecycle == .running else { return [] }
+        if !hasBacklog {
+            hasBacklog = true
+            sweptInBacklog = 0
+            // A tenth of a tick's credit at once, so that a short backlog needs no wait.
+            sweepCredit = max(sweepCredit, configuration.sweepCreditPerTick / 10, 1)
+        }
+        return nextClaimRound() + armSweepTick()
+    }
+
+    /// The sweep's tick: its credit grows by a tick's worth, up to two ticks' worth (credit
+    /// unspent while every slot was busy does not pile up into a burst).
+    mutating func sweepTickDue() -> [Action] {
+        isSweepTickArmed = false
+        guard lifecycle == .running, hasBacklog else { return [] }
+        let limit = configuration.sweepCreditPerTick.multipliedReportingOverflow(by: 2)
+        sweepCredit = min(sweepCredit.addingReportingOverflow(configuration.sweepCreditPerTick).partialValue, limit.overflow ? .max : limit.partialValue)
+        return nextClaimRound() + armSweepTick()
+    }
+
+    /// A sweep round ended with the records it claimed (or the store's error): runs them as a
+    /// claim round's, and ends the backlog when it found fewer than `limit`.
+    mutating func sweepEnded(limit: Int, token: String, result: Result<[DurableTimerRecord], DurableTimerError>, now: Int64, elapsed: Int64) -> [Action] {
+        isClaimRoundInFlight = false
+        sweeping = 0
+        var actions: [Action] = []
+        switch result {
+        case .failure(let error):
+            slotsTaken -= limit
+            actions.append(.report(error))
+            // Tried again after the retry delay, not at the next tick: no spinning on an error.
+            if hasBacklog {
+                hasBacklog = false
+                actions.append(.scheduleBacklogCheck(after: configuration.retryDelay))
+            }
+        case .success(let records):
+            slotsTaken -= limit - records.count
+            sweptInBacklog += records.count
+            for record in records {
+                actions += adopt(StoredKey(record.key), record, token: token, now: now, isStale: elapsed >= configuration.lease)
+            }
+            actions.append(.event(.claimed(requested: records.count, claimed: records.count)))
+            if records.count < limit, hasBacklog {
+                hasBacklog = false
+                // Rows other runners' sweeps held may come back when a claim lapses (its
+                // process died): looked at once more after a lease, if this backlog had any.
+                if sweptInBacklog > 0 { actions.append(.scheduleBacklogCheck(after: configuration.lease)) }
+            }
+        }
+        return actions + nextClaimRound() + checkDrained()
+    }
+
+    /// A record a sweep claimed becomes the key's claiming occurrence and runs as a claim
+    /// round's would: an armed or queued occurrence of the key gives way to it.
+    private mutating func adopt(_ key: StoredKey, _ record: DurableTimerRecord, token: String, now: Int64, isStale: Bool) -> [Action] {
+        var actions: [Action] = []
+        var occurrence = occurrences[key] ?? Occurrence(phase: .queued(isManual: false))
+        switch occurrence.phase {
+        case .armed:
+            actions.append(.disarm(key))
+        case .queued:
+            break
+        case .releasing(var run, let readyAt, _):
+            // Its claim lapsed while it was being given back, and the sweep took the row: the old
+            // release will be refused; this claim is given back instead.
+            slotsTaken -= 1
+            run.token = token
+            run.sequence = record.sequence
+            occurrences[key]!.phase = .releasing(run, readyAt: readyAt, failures: 0)
+            return [.release(key, token: token, sequence: record.sequence, readyAt: readyAt)]
+        case .completing:
+            // Its end's write landed (a retry, an advance: the row is free again) or its lease
+            // lapsed, and the sweep took the row: the claim is this one now, and the old write
+            // will be refused. It runs as a new claim (at least once).
+            held.remove(key)
+        case .claiming, .running:
+            // A handler of the key runs here (its claim lost, and the row freed by another
+            // runner since): never two at once. Given back, and waited for before draining.
+            slotsTaken -= 1
+            strays.append(Stray(key: key, token: token, sequence: record.sequence, readyAt: now))
+            return [.release(key, token: token, sequence: record.sequence, readyAt: now)]
+        }
+        occurrence.phase = .claiming(token: token, isManual: false)
+        occurrence.refusals = 0
+        occurrences[key] = occurrence
+        return actions + claimed(key, record, token: token, isManual: false, now: now, isStale: isStale)
+    }
+
+    private mutating func armSweepTick() -> [Action] {
+        guard hasBacklog, !isSweepTickArmed else { return [] }
+        isSweepTickArmed = true
+        return [.scheduleSweepTick(after: configuration.sweepTick)]
     }
 
     /// A claim round ended: starts the runs it claimed (or parks, advances or gives back what it
@@ -356,6 +496,14 @@ struct RunnerStateMachine: Sendable {
 
     /// The write of a run's end (or of a release) came back.
     mutating func writeEnded(_ key: StoredKey, token: String, result: WriteResult, now: Int64) -> [Action] {
+        if let index = strays.firstIndex(where: { $0.key == key && $0.token == token }) {
+            guard case .failed(let error) = result else {
+                strays.remove(at: index)
+                return checkDrained()
+            }
+            strays[index].failures += 1
+            return [.report(error), .retryFinish(key, token: token, after: completionRetryDelay(after: strays[index].failures))]
+        }
         switch occurrences[key]?.phase {
         case .completing(let run, var completion)? where run.token == token:
             switch result {
@@ -395,6 +543,9 @@ struct RunnerStateMachine: Sendable {
 
     /// A failed write of a run's end (or of its release) is due to be tried again.
     mutating func retryFinishDue(_ key: StoredKey, token: String) -> [Action] {
+        if let stray = strays.first(where: { $0.key == key && $0.token == token }) {
+            return [.release(key, token: token, sequence: stray.sequence, readyAt: stray.readyAt)]
+        }
         switch occurrences[key]?.phase {
         case .completing(let run, let completion)? where run.token == token:
             return [.finish(key, token: token, sequence: run.sequence, outcome: completion.outcome)]
@@ -518,7 +669,7 @@ struct RunnerStateMachine: Sendable {
     }
 
     private mutating func checkDrained() -> [Action] {
-        guard lifecycle == .stopping, occurrences.isEmpty, !isClaimRoundInFlight else { return [] }
+        guard lifecycle == .stopping, occurrences.isEmpty, strays.isEmpty, !isClaimRoundInFlight else { return [] }
         lifecycle = .stopped
         return [.drained]
     }

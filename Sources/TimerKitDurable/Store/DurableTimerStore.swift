@@ -51,6 +51,16 @@ package protocol DurableTimerStore: Sendable {
     /// runner, or moved).
     func claim(namespace: String, keys: [String], owner: String, now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch
 
+    /// Claims, in one step, up to `limit` of the namespace's timers that are ready by `now` (not
+    /// parked, their occurrence come, no live lease) and whose handler is one of `handlers`, the
+    /// earliest first, as ``claim(namespace:key:owner:now:leaseUntil:early:)`` claims one: the
+    /// sweep of a backlog, which no runner has armed key by key. Rows that another claim holds
+    /// locked are skipped, not waited for, so runners sweeping at once take disjoint rows. Rows
+    /// whose owner is one of `excluding` are skipped too: claims this runner still holds, whose
+    /// lease may have lapsed while it runs them (a sweep must not take them again).
+    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now: Int64, leaseUntil: Int64, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+
     /// Ends a claimed occurrence as `outcome` says, if `owner` still holds the timer at `sequence`;
     /// returns whether it did.
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool

@@ -232,6 +232,27 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
+    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now: Int64, leaseUntil: Int64, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+    {
+        guard !handlers.isEmpty, limit > 0 else { return [] }
+        return try await write { db in
+            let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
+            let held = Array(repeating: "?", count: excluding.count).joined(separator: ", ")
+            // One writer at a time (the write lock): no two sweeps can take the same row.
+            return try db.rows(
+                """
+                UPDATE timerkit_timers SET owner = ?, lease_until_ns = ?, ready_at_ns = ?, attempts = attempts + 1
+                WHERE namespace = ? AND key IN (
+                    SELECT key FROM timerkit_timers WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? AND handler IN (\(names))
+                        AND (owner IS NULL OR owner NOT IN (\(held)))
+                    ORDER BY ready_at_ns, key LIMIT ?)
+                RETURNING *
+                """, [owner, leaseUntil, leaseUntil, namespace, namespace, now] + StatementArguments(handlers) + StatementArguments(excluding) + [limit]
+            ).map { Self.record($0) }
+        }
+    }
+
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
         try await write { db in
             let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"

@@ -389,11 +389,17 @@ final class PostgresTimerStore: DurableTimerStore {
     func claim(namespace: String, keys: [String], owner: String, now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch {
         let lease = leaseUntil - reading
         let now = now(reading)
+        // The keys as a relation joined on the primary key: one index probe per key, whatever the
+        // table's statistics say. (`key = ANY(…)` beside the namespace let the planner pick the
+        // ready index, which matches `NOT parked` too, and read every ready row of the namespace
+        // per claim on a table not analyzed since a bulk load: 52.9 M index entries for 20,000
+        // fires.)
         let query: PostgresQuery = """
             WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            wanted AS (SELECT DISTINCT w.key FROM unnest(\(keys)::text[]) AS w(key)),
             target AS (
-                SELECT t.namespace, t.key FROM timerkit_timers t, c
-                WHERE t.namespace = \(namespace) AND t.key = ANY(\(keys)::text[]) AND NOT t.parked AND t.ready_at_ns <= c.ns
+                SELECT t.namespace, t.key FROM wanted JOIN timerkit_timers t ON t.namespace = \(namespace) AND t.key = wanted.key, c
+                WHERE NOT t.parked AND t.ready_at_ns <= c.ns
                 FOR UPDATE OF t SKIP LOCKED
             ),
             claimed AS (
@@ -403,8 +409,8 @@ final class PostgresTimerStore: DurableTimerStore {
             )
             SELECT *, true FROM claimed
             UNION ALL
-            SELECT \(unescaped: Self.allColumns), false FROM timerkit_timers
-            WHERE namespace = \(namespace) AND key = ANY(\(keys)::text[]) AND NOT parked AND key NOT IN (SELECT key FROM claimed)
+            SELECT \(unescaped: Self.columns(prefix: "t.")), false FROM wanted JOIN timerkit_timers t ON t.namespace = \(namespace) AND t.key = wanted.key
+            WHERE NOT t.parked AND t.key NOT IN (SELECT key FROM claimed)
             """
         return try await call { connection, logger in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])
@@ -419,6 +425,31 @@ final class PostgresTimerStore: DurableTimerStore {
             }
             return batch
         }
+    }
+
+    /// The next ready rows in ready-time order, `FOR UPDATE SKIP LOCKED` under a `LIMIT`: a range
+    /// of the ready index, and instances sweeping at once each take rows the others have not
+    /// locked. "Now" is a scalar the index range can use, not a join.
+    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now reading: Int64, leaseUntil: Int64, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+    {
+        guard !handlers.isEmpty, limit > 0 else { return [] }
+        let lease = leaseUntil - reading
+        let now = now(reading)
+        return try await fetchAll(
+            """
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            target AS (
+                SELECT t.namespace, t.key FROM timerkit_timers t
+                WHERE t.namespace = \(namespace) AND NOT t.parked AND t.ready_at_ns <= (SELECT ns FROM c) AND t.handler = ANY(\(handlers)::text[])
+                    AND (t.owner IS NULL OR t.owner <> ALL(\(excluding)::text[]))
+                ORDER BY t.ready_at_ns, t.key LIMIT \(Int64(limit))
+                FOR UPDATE OF t SKIP LOCKED
+            )
+            UPDATE timerkit_timers t SET owner = \(owner), lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease), attempts = t.attempts + 1
+            FROM target, c WHERE t.namespace = target.namespace AND t.key = target.key
+            RETURNING \(unescaped: Self.columns(prefix: "t."))
+            """)
     }
 
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
