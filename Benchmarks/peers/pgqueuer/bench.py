@@ -57,7 +57,7 @@ DEFAULT_DEQUEUE_TIMEOUT = timedelta(seconds=30)
 #    logs finished jobs up to 1000 per statement, so the per-job share of those round trips, and of
 #    the NOTIFYs the queue table's statement trigger sends for each of them, drops 100x.
 #    Draining 20,000 overdue jobs with one worker on the 2-core dev machine (interleaved runs, a
-#    shared and noisy machine): batch 10 ~2.5-3.9k fires/s, 100 ~7-12k, 500 ~10-14k, 1000 ~10-14k
+#    shared and noisy machine): batch 10 ~2.5-3.9k fires/s (1.2k at load 4.5), 100 ~7-12k, 500 ~10-14k, 1000 ~10-14k
 #    (never below 500 in a round), 2000 and 5000 no better: past ~1000 the worker's per-job
 #    Python work (pydantic Job model, one asyncio task + heartbeat task per job) is the limit.
 #    It costs no lag on deferred jobs: a dequeue takes whatever is due, up to the limit.
@@ -67,7 +67,12 @@ DEFAULT_DEQUEUE_TIMEOUT = timedelta(seconds=30)
 #  - AsyncpgPoolDriver over a pool of 4 instead of AsyncpgDriver on one connection: with one
 #    connection every statement of the worker (dequeue, completion flush, heartbeats, NOTIFY
 #    probes) waits on that connection's lock; over a pool (pgqueuer keeps one of its connections
-#    for LISTEN) the completion flush and the next dequeue overlap. Same runs: +20-35 % at 1000.
+#    for LISTEN) the completion flush and the next dequeue overlap: +20-35 % fires/s at batch 1000
+#    in the same interleaved runs. Its price is lag: asyncpg's pool resets a connection on every
+#    release (SELECT pg_advisory_unlock_all(); CLOSE ALL; UNLISTEN *; RESET ALL), a second round
+#    trip per statement, so the deferred-job lag p50 at 500 jobs/s went from ~3-6 ms to ~8-12 ms
+#    (p99 ~90-110 ms either way). `--tuned --pool 0` is the batch-size-only tuning, whose lag is
+#    the default's.
 #  - dequeue_timeout is left at 30 s: it is only the idle fallback; NOTIFY and the deferred-job
 #    ETA wake the worker first, so it changes neither throughput nor lag.
 #  - Not a worker setting, so not used: `pgq install --durability volatile|balanced` (UNLOGGED
