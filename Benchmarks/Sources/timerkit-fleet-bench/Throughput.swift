@@ -65,7 +65,7 @@ struct Throughput: AsyncParsableCommand {
         defer { adminRun.cancel() }
         try await admin.query("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
         let scenarios = rates.map { Scenario.offered($0) } + burndowns.map { Scenario.burndown($0) }
-        print(
+        say(
             "timerkit-fleet-bench throughput: \(rounds) rounds; offered \(rates.map(String.init).joined(separator: ", "))/s for \(seconds) s, "
                 + "burn-downs of \(burndowns.map(String.init).joined(separator: ", ")); instances \(instances.map(String.init).joined(separator: ", ")); "
                 + "TimerKit catch-up rate \(catchUpRate)/s\(analyze ? ", ANALYZE after bulk writes" : ", no ANALYZE"); load at start \(loadAverage())")
@@ -79,7 +79,7 @@ struct Throughput: AsyncParsableCommand {
                         if !order.contains(name) { order.append(name) }
                         let sample = try await measure(scenario, system: system, instances: count, url: url, admin: admin, python: python)
                         results[name, default: []].append(sample)
-                        print(
+                        say(
                             String(
                                 format: "  round %d %@: %.0f fires/s, lag p50 %.1f p99 %.1f max %.0f ms, server %.0f µs/fire, instances %.0f µs/fire, %.2f statements/fire%@, %d/%d fired; load %@",
                                 round, name, sample.firesPerSecond, sample.lag.p50, sample.lag.p99, sample.lag.max, sample.serverMicros, sample.instanceMicros,
@@ -89,25 +89,25 @@ struct Throughput: AsyncParsableCommand {
                 }
             }
         }
-        print(
+        say(
             "\n| scenario | system | instances | fires/s | lag p50 ms | lag p99 ms | lag max ms | server CPU µs/fire | instances' CPU µs/fire | statements/fire | claim attempts/claim | fired |"
         )
-        print("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+        say("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
         for name in order {
             let samples = results[name] ?? []
             let attempts = samples.compactMap(\.attemptsPerClaim)
-            print(
+            say(
                 "| \(name) | \(spreadCell(samples.map(\.firesPerSecond), "%.0f")) | \(spreadCell(samples.map(\.lag.p50), "%.1f")) | "
                     + "\(spreadCell(samples.map(\.lag.p99), "%.1f")) | \(spreadCell(samples.map(\.lag.max), "%.0f")) | \(spreadCell(samples.map(\.serverMicros), "%.0f")) | "
                     + "\(spreadCell(samples.map(\.instanceMicros), "%.0f")) | \(spreadCell(samples.map(\.statements), "%.2f")) | "
                     + "\(attempts.isEmpty ? "–" : spreadCell(attempts, "%.2f")) | \(samples.map { "\($0.fired)/\($0.expected)" }.joined(separator: ", ")) |")
         }
-        print("\nWhere the server's time went (last round; pg_stat_statements: total execution ms, calls, statement):")
+        say("\nWhere the server's time went (last round; pg_stat_statements: total execution ms, calls, statement):")
         for name in order {
-            print("\n\(name):")
-            for line in results[name]?.last?.profile ?? [] { print("    \(line)") }
+            say("\n\(name):")
+            for line in results[name]?.last?.profile ?? [] { say("    \(line)") }
         }
-        print("\nload average at the end: \(loadAverage()) (2 cores)")
+        say("\nload average at the end: \(loadAverage()) (2 cores)")
     }
 
     enum Scenario {
@@ -270,6 +270,11 @@ struct Throughput: AsyncParsableCommand {
         }
         return python
     }
+}
+
+/// Prints a line at once (standard output to a file is buffered, and a run takes minutes).
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
 /// Hands out 0, 1, 2, … to concurrent callers.

@@ -139,7 +139,9 @@ async def worker(
         driver = AsyncpgDriver(conn)
 
     qm = QueueManager(Queries(driver))
-    out = open(log_path, "a", buffering=1 << 20)
+    # A line per fire, written as it happens (the benchmark reads the log while the run goes on),
+    # as TimerKit's instances write theirs.
+    out = open(log_path, "a", buffering=1)
     fired = 0
 
     @qm.entrypoint(ENTRYPOINT)
@@ -151,6 +153,9 @@ async def worker(
         fired += 1
 
     loop = asyncio.get_running_loop()
+    # Foundation's Process (the Swift benchmark starts this worker) spawns its children with
+    # nearly every signal blocked: SIGTERM would never arrive.
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, qm.shutdown.set)
 
@@ -159,6 +164,7 @@ async def worker(
         f"driver={'AsyncpgPoolDriver(%d)' % pool_size if pool_size else 'AsyncpgDriver'} "
         f"dequeue_timeout={DEFAULT_DEQUEUE_TIMEOUT.total_seconds()}s"
     )
+    out.write("ready\n")
     try:
         # On shutdown QueueManager.run waits for running jobs and flushes its status buffer.
         await qm.run(
@@ -287,7 +293,7 @@ def main(argv: list[str]) -> None:
     p.add_argument("--rate", type=float, required=True)
     p.add_argument("--seconds", type=float, required=True)
     p.add_argument("--delay", type=float, required=True)
-    p.add_argument("--connections", type=int, default=16)
+    p.add_argument("--connections", type=int, default=32)
 
     p = roles.add_parser("overdue", help="insert N already-due jobs in batches")
     p.add_argument("url")

@@ -6,6 +6,9 @@
 ///    what it did, when, by which release). A table of TimerKit's own rather than SQLite's
 ///    `user_version`: the file may be the application's database, whose `user_version` is the
 ///    application's.
+/// 3. PostgreSQL: the sweep's function `timerkit_sweep` (the next ready rows in the ready index's
+///    order, whatever the table's statistics), and autovacuum settings of the timers' table that
+///    follow its churn. SQLite: nothing (recorded, so that both stores count alike).
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL
@@ -13,7 +16,7 @@
 /// one migrates and the others find the work done.
 package enum SchemaVersions {
     /// The version this build reads and writes.
-    package static let current = 2
+    package static let current = 3
 
     /// The release that writes ``current``, recorded beside each migration it applies (the work
     /// toward 0.2.0 until it is tagged).
@@ -22,7 +25,8 @@ package enum SchemaVersions {
     /// What each version brought, recorded in `timerkit_schema`.
     package static let summaries = [
         1: "timers (timerkit_timers), their ready index and the occurrence sequence: the schema of 0.1.0",
-        2: "the schema's version, recorded in timerkit_schema"
+        2: "the schema's version, recorded in timerkit_schema",
+        3: "PostgreSQL: the sweep's function timerkit_sweep and the timers' autovacuum settings; SQLite: no change"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

@@ -434,21 +434,11 @@ final class PostgresTimerStore: DurableTimerStore {
         -> [DurableTimerRecord]
     {
         guard !handlers.isEmpty, limit > 0 else { return [] }
-        let lease = leaseUntil - reading
-        let now = now(reading)
+        // The function of schema version 3 (its planner settings are the point: see there).
         return try await fetchAll(
             """
-            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
-            target AS (
-                SELECT t.namespace, t.key FROM timerkit_timers t
-                WHERE t.namespace = \(namespace) AND NOT t.parked AND t.ready_at_ns <= (SELECT ns FROM c) AND t.handler = ANY(\(handlers)::text[])
-                    AND (t.owner IS NULL OR t.owner <> ALL(\(excluding)::text[]))
-                ORDER BY t.ready_at_ns, t.key LIMIT \(Int64(limit))
-                FOR UPDATE OF t SKIP LOCKED
-            )
-            UPDATE timerkit_timers t SET owner = \(owner), lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease), attempts = t.attempts + 1
-            FROM target, c WHERE t.namespace = target.namespace AND t.key = target.key
-            RETURNING \(unescaped: Self.columns(prefix: "t."))
+            SELECT \(unescaped: Self.allColumns) FROM timerkit_sweep(\(namespace), \(handlers)::text[], \(owner), \(excluding)::text[],
+                \(now(reading))::bigint, \(leaseUntil - reading)::bigint, \(Int32(clamping: limit))::integer)
             """)
     }
 
