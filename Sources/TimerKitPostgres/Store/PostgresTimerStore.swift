@@ -276,7 +276,20 @@ final class PostgresTimerStore: DurableTimerStore {
     // MARK: Writing
 
     func put(_ record: DurableTimerRecord, conflict: DurableConflict) async throws(DurableTimerError) -> Bool {
-        try await putAll([record], conflict: conflict) == 1
+        let values = PutValues(record: record, channel: Self.channel(for: record.namespace), horizon: notifyWithin)
+        do {
+            return try await call { connection, logger in
+                var stored: Int64 = 0
+                switch conflict {
+                case .replace: for try await count in try await connection.execute(PutReplace(values: values), logger: logger) { stored = count }
+                case .keep: for try await count in try await connection.execute(PutKeep(values: values), logger: logger) { stored = count }
+                case .fail: for try await count in try await connection.execute(PutFail(values: values), logger: logger) { stored = count }
+                }
+                return stored == 1
+            }
+        } catch .store(let reason) where reason.contains("23505") {
+            throw .keyInUse(record.key)
+        }
     }
 
     func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int {
@@ -284,13 +297,7 @@ final class PostgresTimerStore: DurableTimerStore {
         let columns = Columns(records)
         let onConflict =
             switch conflict {
-            case .replace:
-                """
-                ON CONFLICT (namespace, key) DO UPDATE SET handler = excluded.handler, payload = excluded.payload,
-                    interval_ns = excluded.interval_ns, rule = excluded.rule, misfire = excluded.misfire, due_ns = excluded.due_ns,
-                    ready_at_ns = excluded.ready_at_ns, sequence = excluded.sequence, fire_count = 0, attempts = 0, skipped = 0,
-                    last_error = NULL, parked = false, owner = NULL, lease_until_ns = NULL
-                """
+            case .replace: Self.replaceClause
             case .keep: "ON CONFLICT (namespace, key) DO NOTHING"
             case .fail: ""
             }
@@ -394,30 +401,11 @@ final class PostgresTimerStore: DurableTimerStore {
         // ready index, which matches `NOT parked` too, and read every ready row of the namespace
         // per claim on a table not analyzed since a bulk load: 52.9 M index entries for 20,000
         // fires.)
-        let query: PostgresQuery = """
-            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
-            wanted AS (SELECT DISTINCT w.key FROM unnest(\(keys)::text[]) AS w(key)),
-            target AS (
-                SELECT t.namespace, t.key FROM wanted JOIN timerkit_timers t ON t.namespace = \(namespace) AND t.key = wanted.key, c
-                WHERE NOT t.parked AND t.ready_at_ns <= c.ns
-                FOR UPDATE OF t SKIP LOCKED
-            ),
-            claimed AS (
-                UPDATE timerkit_timers t SET owner = \(owner), lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease), attempts = t.attempts + 1
-                FROM target, c WHERE t.namespace = target.namespace AND t.key = target.key
-                RETURNING \(unescaped: Self.columns(prefix: "t."))
-            )
-            SELECT *, true FROM claimed
-            UNION ALL
-            SELECT \(unescaped: Self.columns(prefix: "t.")), false FROM wanted JOIN timerkit_timers t ON t.namespace = \(namespace) AND t.key = wanted.key
-            WHERE NOT t.parked AND t.key NOT IN (SELECT key FROM claimed)
-            """
+        let statement = ClaimKeys(now: now, keys: keys, namespace: namespace, owner: owner, lease: lease)
         return try await call { connection, logger in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])
-            for try await row in try await connection.query(query, logger: logger) {
-                let record = try Self.record(row)
-                let cells = row.makeRandomAccess()
-                if try cells[cells.count - 1].decode(Bool.self) {
+            for try await (record, claimed) in try await connection.execute(statement, logger: logger) {
+                if claimed {
                     batch.claimed.append(record)
                 } else {
                     batch.waiting[StoredKey(record.key)] = record.readyAt
@@ -435,11 +423,14 @@ final class PostgresTimerStore: DurableTimerStore {
     {
         guard !handlers.isEmpty, limit > 0 else { return [] }
         // The function of schema version 3 (its planner settings are the point: see there).
-        return try await fetchAll(
-            """
-            SELECT \(unescaped: Self.allColumns) FROM timerkit_sweep(\(namespace), \(handlers)::text[], \(owner), \(excluding)::text[],
-                \(now(reading))::bigint, \(leaseUntil - reading)::bigint, \(Int32(clamping: limit))::integer)
-            """)
+        let statement = Sweep(
+            namespace: namespace, handlers: handlers, owner: owner, excluding: excluding, now: now(reading), lease: leaseUntil - reading,
+            limit: Int32(clamping: limit))
+        return try await call { connection, logger in
+            var records: [DurableTimerRecord] = []
+            for try await record in try await connection.execute(statement, logger: logger) { records.append(record) }
+            return records
+        }
     }
 
     func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
@@ -475,14 +466,10 @@ final class PostgresTimerStore: DurableTimerStore {
         // In key order, as renewals bind theirs: with the plan driven by the array, both lock rows
         // in the same order, which keeps them from deadlocking each other.
         let completed = completed.sorted { $0.key < $1.key }
-        let query: PostgresQuery = """
-            DELETE FROM timerkit_timers t USING unnest(\(completed.map(\.key))::text[], \(completed.map(\.owner))::text[], \(completed.map(\.sequence))::bigint[]) AS d(key, owner, sequence)
-            WHERE t.namespace = \(namespace) AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
-            RETURNING t.key
-            """
+        let statement = FinishAll(keys: completed.map(\.key), owners: completed.map(\.owner), sequences: completed.map(\.sequence), namespace: namespace)
         return try await call(.reserved) { connection, logger in
             var removed: Set<StoredKey> = []
-            for try await key in try await connection.query(query, logger: logger).decode(String.self) { removed.insert(StoredKey(key)) }
+            for try await key in try await connection.execute(statement, logger: logger) { removed.insert(StoredKey(key)) }
             return removed
         }
     }
@@ -600,7 +587,7 @@ final class PostgresTimerStore: DurableTimerStore {
         ].map { prefix + $0 }.joined(separator: ", ")
     }
 
-    private static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
+    static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
         let (
             namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner,
             leaseUntil
