@@ -12,13 +12,19 @@ extension PostgresTimerStore {
     /// each claimed row, and each other key still stored and not parked with its ready time.
     struct ClaimKeys: PostgresPreparedStatement {
         static let name = "timerkit_claim_keys_v3"
+        // Each key looked up in a lateral subquery: a probe of the primary key per key in every
+        // plan, the generic plan of the prepared statement included. (A join of the keys with the
+        // table let the generic plan, which knows no namespace, walk the ready index over the
+        // whole namespace per claim: 2.5 ms at 3,000 rows, growing with the table.)
         static let sql = """
             WITH c AS (SELECT coalesce($1::bigint, timerkit_now_ns()) AS ns),
-            wanted AS (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)),
             target AS (
-                SELECT t.namespace, t.key FROM wanted JOIN timerkit_timers t ON t.namespace = $3 AND t.key = wanted.key, c
-                WHERE NOT t.parked AND t.ready_at_ns <= c.ns
-                FOR UPDATE OF t SKIP LOCKED
+                SELECT l.namespace, l.key FROM (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)) AS wanted
+                CROSS JOIN LATERAL (
+                    SELECT t.namespace, t.key FROM timerkit_timers t
+                    WHERE t.namespace = $3 AND t.key = wanted.key AND NOT t.parked AND t.ready_at_ns <= (SELECT ns FROM c)
+                    FOR UPDATE SKIP LOCKED
+                ) AS l
             ),
             claimed AS (
                 UPDATE timerkit_timers t SET owner = $4, lease_until_ns = c.ns + $5, ready_at_ns = c.ns + $5, attempts = t.attempts + 1
@@ -27,8 +33,11 @@ extension PostgresTimerStore {
             )
             SELECT *, true FROM claimed
             UNION ALL
-            SELECT \(columns(prefix: "t.")), false FROM wanted JOIN timerkit_timers t ON t.namespace = $3 AND t.key = wanted.key
-            WHERE NOT t.parked AND t.key NOT IN (SELECT key FROM claimed)
+            SELECT l.*, false FROM (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)) AS wanted
+            CROSS JOIN LATERAL (
+                SELECT \(columns(prefix: "t.")) FROM timerkit_timers t WHERE t.namespace = $3 AND t.key = wanted.key AND NOT t.parked
+            ) AS l
+            WHERE l.key NOT IN (SELECT key FROM claimed)
             """
         static let bindingDataTypes: [PostgresDataType] = [.int8, .textArray, .text, .text, .int8]
 

@@ -396,11 +396,10 @@ final class PostgresTimerStore: DurableTimerStore {
     func claim(namespace: String, keys: [String], owner: String, now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> DurableClaimBatch {
         let lease = leaseUntil - reading
         let now = now(reading)
-        // The keys as a relation joined on the primary key: one index probe per key, whatever the
-        // table's statistics say. (`key = ANY(…)` beside the namespace let the planner pick the
-        // ready index, which matches `NOT parked` too, and read every ready row of the namespace
-        // per claim on a table not analyzed since a bulk load: 52.9 M index entries for 20,000
-        // fires.)
+        // One probe of the primary key per key, whatever the table's statistics say (see
+        // ``ClaimKeys``). (`key = ANY(…)` beside the namespace let the planner pick the ready
+        // index, which matches `NOT parked` too, and read every ready row of the namespace per
+        // claim on a table not analyzed since a bulk load: 52.9 M index entries for 20,000 fires.)
         let statement = ClaimKeys(now: now, keys: keys, namespace: namespace, owner: owner, lease: lease)
         return try await call { connection, logger in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])

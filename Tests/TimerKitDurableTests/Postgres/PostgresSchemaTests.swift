@@ -159,7 +159,7 @@ extension FleetTests {
             let end = ContinuousClock.now + .seconds(30)
             while fired.withLock({ $0.count }) < 50, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(20)) }
             #expect(fired.withLock { $0.sorted() } == (1...50).map { "old\($0)" }.sorted(), "each once")
-            #expect(try await timers.count() == 0)
+            #expect(try await eventually { try await timers.count() == 0 }, "the ends written")
             await timers.shutdown()
         }
 
