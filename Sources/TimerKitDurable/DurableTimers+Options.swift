@@ -37,9 +37,11 @@ extension DurableTimers {
         public var handlerTimeout: Duration?
         /// How many handlers run at once; more due timers wait for a turn. 16 by default.
         public var maxConcurrentHandlers = 16
-        /// How many overdue timers per second the runner starts when it catches up (after a
-        /// restart): the overdue timers it loads are spread over `count / rate` seconds (at most a
-        /// minute), each at a fixed offset of its key, instead of all at once. 2,000 by default.
+        /// How many overdue timers per second the runner claims when it catches up (after a
+        /// restart, or when timers pile up): timers overdue by more than a second are not loaded
+        /// one by one but swept — the earliest first, in batches of the free handler slots, each
+        /// batch rows no other runner has taken — at most this many a second (a hundredth of a
+        /// second's worth at once), instead of all at once. 2,000 by default.
         public var catchUpRate = 2_000
         /// How long a write waits for another connection's lock before ``DurableTimerError/locked(reason:)``.
         /// Five seconds by default.
@@ -61,9 +63,9 @@ extension DurableTimers {
         public var onEvent: @Sendable (DurableTimerEvent) -> Void = { _ in }
 
         /// The most timers one load of the horizon arms (tests make it small). A horizon that
-        /// holds more — a backlog after downtime — is loaded in pieces, each after the last: the
-        /// next piece once the overdue ones of this one have come due (their catch-up spread), or
-        /// when the last timer of a piece of future ones does.
+        /// holds more (timers due ahead: overdue ones are swept, not loaded) is loaded in pieces,
+        /// each when the last timer of the one before comes due and fewer than half a piece is
+        /// held.
         package var maximumArmed = 100_000
 
         /// The defaults.

@@ -75,7 +75,7 @@ struct ModelStore {
     mutating func claim(_ key: String, owner: String, now: Int64, lease: Int64, early: Bool) -> Machine.ClaimResult {
         guard var row = rows[key], !row.parked else { return .gone }
         let free = early ? (row.owner == nil || (row.leaseUntil ?? .min) <= now) : row.readyAt <= now
-        guard free else { return .notReady(readyAt: row.readyAt) }
+        guard free else { return row.owner != nil && !early ? .heldElsewhere(until: row.readyAt) : .notReady(readyAt: row.readyAt) }
         row.owner = owner
         row.leaseUntil = now + lease
         row.readyAt = now + lease
@@ -198,6 +198,7 @@ final class ModelProcess {
         case graceExpired
         case sweepTick
         case backlogCheck
+        case leaseCheck(Int64)
     }
 
     struct WakeUp {

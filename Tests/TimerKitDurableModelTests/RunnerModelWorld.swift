@@ -187,6 +187,7 @@ struct ModelWorld {
                 processes[index].timers.append(.init(at: now + ModelSettings.horizon / 2, timer: .refill))
             case .sweepTick: transition(index, "sweep tick") { $0.sweepTickDue() }
             case .backlogCheck: transition(index, "backlog check") { $0.backlogMayWait() }
+            case .leaseCheck(let instant): transition(index, "lease check") { $0.leaseCheckDue(at: instant) }
             case .graceExpired:
                 transition(index, "grace period over") { $0.graceExpired() }
                 if processes[index].isAlive, processes[index].machine.lifecycle != .stopped {
@@ -262,6 +263,9 @@ struct ModelWorld {
                 call(index, .sweep(limit: limit, token: token, excluding: excluding, reading: processes[index].reading(now)))
             case .scheduleSweepTick(let delay): processes[index].timers.append(.init(at: now + delay, timer: .sweepTick))
             case .scheduleBacklogCheck(let delay): processes[index].timers.append(.init(at: now + delay, timer: .backlogCheck))
+            // An instant of the store's clock, read on the process's (its skew).
+            case .scheduleLeaseCheck(let instant):
+                processes[index].timers.append(.init(at: max(now, instant - processes[index].skew), timer: .leaseCheck(instant)))
             case .start(let key, let start): startHandler(index, key, start)
             case .finish(let key, let token, let sequence, let outcome): call(index, .finish(key, token: token, sequence: sequence, outcome: outcome))
             case .retryFinish(let key, let token, let delay): processes[index].timers.append(.init(at: now + delay, timer: .retryFinish(key, token: token)))

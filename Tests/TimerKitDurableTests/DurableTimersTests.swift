@@ -198,7 +198,7 @@ struct DurableTimersTests {
     }
 
     @Test(
-        "A horizon larger than one load arms (25 timers due ahead, 10 a load) is loaded in pieces, the next when the last one of a piece comes due and fewer than half a piece is held, and each timer runs once, on time"
+        "C2, C6, C16: a horizon larger than one load arms (25 timers due ahead, 10 a load) is loaded in pieces, the next when the last one of a piece comes due and fewer than half a piece is held, and each timer runs once, on time"
     )
     func horizonLoadsInPieces() async throws {
         let database = try TemporaryDatabase()
@@ -229,7 +229,7 @@ struct DurableTimersTests {
     }
 
     @Test(
-        "A backlog is swept, not loaded: 25 overdue timers after downtime are claimed the earliest first at the catch-up rate (10 a second), no load of the horizon reads them, and each runs once"
+        "C6, C16: a backlog is swept, not loaded: 25 overdue timers after downtime are claimed the earliest first at the catch-up rate (10 a second), no load of the horizon reads them, and each runs once"
     )
     func backlogIsSwept() async throws {
         let database = try TemporaryDatabase()
@@ -256,7 +256,7 @@ struct DurableTimersTests {
     }
 
     @Test(
-        "A backlog that drains slower than it is swept (handlers of 5 s, two at a time): the runner holds only the timers its handler slots run (and their ends being written), and every timer runs once"
+        "C16: a backlog that drains slower than it is swept (handlers of 5 s, two at a time): the runner holds only the timers its handler slots run (and their ends being written), and every timer runs once"
     )
     func backlogHeldBySlots() async throws {
         let database = try TemporaryDatabase()
@@ -284,7 +284,7 @@ struct DurableTimersTests {
     }
 
     @Test(
-        "Two runners share one backlog without racing: each overdue timer is claimed once (attempt 1, no refused claim), both take a share, none is lost"
+        "C6, C14: two runners share one backlog without racing: each overdue timer is claimed once (attempt 1, no refused claim), both take a share, none is lost"
     )
     func runnersDivideABacklog() async throws {
         let database = try TemporaryDatabase()
@@ -434,6 +434,46 @@ struct DurableTimersTests {
         #expect(log.count == 1 && fire.attempt == 2 && fire.sequence == claimed.sequence && seconds(fire.firedAt) == 40)
         // The dead runner, back, cannot complete what it no longer holds.
         #expect(try await !timers.store.finish(namespace: "default", key: "k", owner: "dead", sequence: claimed.sequence, outcome: .delete))
+        await timers.shutdown()
+    }
+
+    @Test(
+        "C6: a key another runner holds is tried once and forgotten, not armed again at its lease's end; when the holder died, the occurrence is taken over once the lease lapses (attempt 2, the same sequence)"
+    )
+    func heldKeyIsLookedAtOnce() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        let claims = Locked<[(requested: Int, claimed: Int)]>([])
+        let options = exactOptions { options in
+            options.lease = .seconds(30)
+            options.onEvent = { event in
+                // Claims of keys and sweeps that took something (a sweep that found nothing is 0/0).
+                if case .claimed(let requested, let claimed) = event, requested > 0 { claims.withLock { $0.append((requested, claimed)) } }
+            }
+        }
+        let timers = try await runner(database, virtual, log: log, options: options)
+        try await timers.schedule(key: "k", at: at(10), handler: "note", payload: Note(text: "x"))
+        await timers.start()
+        // Another runner claims it just before its time (a manual fire: early) and dies.
+        await virtual.advance(by: .seconds(9.5))
+        let held = try #require(
+            try await timers.store.claim(
+                namespace: "default", key: "k", owner: "dead", now: epoch + 9_500_000_000, leaseUntil: epoch + 39_500_000_000, early: true
+            ).record)
+        await virtual.advance(by: .seconds(1))
+        #expect(claims.withLock { $0.map(\.requested) } == [1] && claims.withLock { $0.map(\.claimed) } == [0], "tried once at 10 s, found held")
+        #expect(timers.runner.retained.occurrences == 0, "nothing kept for a key another runner runs")
+        await virtual.advance(by: .seconds(28))
+        #expect(log.count == 0 && claims.withLock { $0.count } == 1, "no claim while the lease holds")
+        // Before: armed again at the lease's end by the failed claim itself — a second failed
+        // claim per fire whenever the holder lived (every fire of a fleet whose instances race
+        // for each key). Now a refill of the horizon (every half horizon) or, past it, a look a
+        // second after the lease's end finds a claim that lapsed.
+        await virtual.advance(by: .seconds(2))
+        let fire = try #require(log.all.first?.fire)
+        #expect(log.count == 1 && fire.attempt == 2 && fire.sequence == held.sequence)
+        #expect(seconds(fire.firedAt) >= 39.5 && seconds(fire.firedAt) <= 40, "at the lease's end: \(seconds(fire.firedAt))")
         await timers.shutdown()
     }
 

@@ -140,6 +140,8 @@ extension DurableTimers {
                     schedule(after: delay) { runner in runner.transition { $0.sweepTickDue() } }
                 case .scheduleBacklogCheck(let delay):
                     schedule(after: delay) { runner in runner.transition { $0.backlogMayWait() } }
+                case .scheduleLeaseCheck(let instant):
+                    _ = schedule(at: instant) { runner in runner.transition { $0.leaseCheckDue(at: instant) } }
                 case .start(let key, let start): startRun(key, start)
                 case .finish(let key, let token, let sequence, let outcome): finish(key, token: token, sequence: sequence, outcome: outcome)
                 case .retryFinish(let key, let token, let delay):

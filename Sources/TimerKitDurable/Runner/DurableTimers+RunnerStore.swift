@@ -68,7 +68,9 @@ extension DurableTimers.Runner {
                 let claimed = try await store.claim(namespace: namespace, keys: batch.map(\.key.string), owner: token, now: now, leaseUntil: leaseUntil)
                 for entry in batch { results[entry.key] = .gone }
                 for record in claimed.claimed { results[StoredKey(record.key)] = .claimed(record) }
-                for (key, readyAt) in claimed.waiting { results[key] = .notReady(readyAt: readyAt) }
+                for (key, readyAt) in claimed.waiting {
+                    results[key] = claimed.held.contains(key) ? .heldElsewhere(until: readyAt) : .notReady(readyAt: readyAt)
+                }
             } catch {
                 failure = error
                 for entry in batch { results[entry.key] = .failed }

@@ -146,6 +146,8 @@ extension RunnerStateMachine {
         case claimed(DurableTimerRecord)
         /// Not ready (not due, or held by a live lease): it may next be claimed at `readyAt`.
         case notReady(readyAt: Int64)
+        /// Held by another claim (another runner's) until `until`, its lease's end.
+        case heldElsewhere(until: Int64)
         /// No timer under the key, or it is parked.
         case gone
         /// The store call failed (its error is reported once for the round).
@@ -196,6 +198,9 @@ extension RunnerStateMachine {
         /// Call ``RunnerStateMachine/backlogMayWait()`` again `after` nanoseconds: claims that a
         /// sweep saw taken by other runners may lapse (their process died) and be ready again.
         case scheduleBacklogCheck(after: Int64)
+        /// Call ``RunnerStateMachine/leaseCheckDue(at:)`` at `at` (store time): claims other
+        /// runners held when this one tried their keys end by then, or lapse.
+        case scheduleLeaseCheck(at: Int64)
         /// Run a claimed occurrence's handler.
         case start(StoredKey, Start)
         /// Write a run's end, fenced by its token and sequence.

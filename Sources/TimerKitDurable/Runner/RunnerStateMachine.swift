@@ -55,6 +55,9 @@ struct RunnerStateMachine: Sendable {
     private var isSweepsTurn = false
     /// Claims a sweep took of keys whose handler runs here, being given back.
     private var strays: [Stray] = []
+    /// The instants (whole seconds, store time) of the lease checks armed: one a second at most,
+    /// however many keys other runners held.
+    private var leaseChecks: Set<Int64> = []
 
     init(configuration: Configuration) {
         self.configuration = configuration
@@ -303,8 +306,8 @@ struct RunnerStateMachine: Sendable {
     mutating func sweepTickDue() -> [Action] {
         isSweepTickArmed = false
         guard lifecycle == .running, hasBacklog else { return [] }
-        let limit = configuration.sweepCreditPerTick.multipliedReportingOverflow(by: 2)
-        sweepCredit = min(sweepCredit.addingReportingOverflow(configuration.sweepCreditPerTick).partialValue, limit.overflow ? .max : limit.partialValue)
+        // A tick's credit is at most 2^40 (``Configuration/catchUp(rate:)``): no overflow here.
+        sweepCredit = min(sweepCredit + configuration.sweepCreditPerTick, 2 * configuration.sweepCreditPerTick)
         return nextClaimRound() + armSweepTick()
     }
 
@@ -376,6 +379,21 @@ struct RunnerStateMachine: Sendable {
         return actions + claimed(key, record, token: token, isManual: false, now: now, isStale: isStale)
     }
 
+    /// A lease check armed at `instant` (``Action/scheduleLeaseCheck(at:)``) is due: the
+    /// backlog is swept for claims that lapsed.
+    mutating func leaseCheckDue(at instant: Int64) -> [Action] {
+        leaseChecks.remove(instant)
+        return backlogMayWait()
+    }
+
+    /// Arms a lease check at the first whole second after `until`, unless one is armed then.
+    private mutating func armLeaseCheck(at until: Int64) -> [Action] {
+        let second: Int64 = 1_000_000_000
+        let instant = until.addingSaturating(second - 1) / second * second
+        guard lifecycle == .running, leaseChecks.insert(instant).inserted else { return [] }
+        return [.scheduleLeaseCheck(at: instant)]
+    }
+
     private mutating func armSweepTick() -> [Action] {
         guard hasBacklog, !isSweepTickArmed else { return [] }
         isSweepTickArmed = true
@@ -408,6 +426,13 @@ struct RunnerStateMachine: Sendable {
                 let wakeAt = refusals > 0 ? now.addingSaturating(5_000_000 << Int64(min(refusals - 1, 8))) : readyAt
                 actions += settle(entry.key, readyAt: readyAt, wakeAt: wakeAt)
                 if refusals > 0, case .armed? = occurrences[entry.key]?.phase { occurrences[entry.key]!.refusals = refusals }
+            case .heldElsewhere(let until):
+                slotsTaken -= 1
+                // Another runner runs it: nothing to arm here. Should that runner die, its claim
+                // lapses at `until` and a sweep then takes the row: one look a second, for all
+                // the keys found held, instead of one claim per key at its lease's end — which,
+                // with instances racing for every key, was a second failed claim per fire.
+                actions += settle(entry.key, readyAt: nil) + armLeaseCheck(at: until)
             case .gone:
                 slotsTaken -= 1
                 actions += settle(entry.key, readyAt: nil)

@@ -140,10 +140,14 @@ package struct DurableClaimBatch: Sendable {
     package var claimed: [DurableTimerRecord]
     /// The ready time of each key that was not claimed and is still stored, not parked.
     package var waiting: [StoredKey: Int64]
+    /// Those of `waiting` that a claim holds (another runner's, its lease's end as the ready
+    /// time), as opposed to timers not due yet.
+    package var held: Set<StoredKey>
 
-    package init(claimed: [DurableTimerRecord], waiting: [StoredKey: Int64]) {
+    package init(claimed: [DurableTimerRecord], waiting: [StoredKey: Int64], held: Set<StoredKey> = []) {
         self.claimed = claimed
         self.waiting = waiting
+        self.held = held
     }
 }
 

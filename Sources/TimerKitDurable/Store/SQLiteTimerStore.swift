@@ -225,10 +225,12 @@ final class SQLiteTimerStore: DurableTimerStore {
                     """, [owner, leaseUntil, leaseUntil, namespace, key, now])
                 {
                     batch.claimed.append(Self.record(row))
-                } else if let readyAt: Int64 = try db.value(
-                    "SELECT ready_at_ns FROM timerkit_timers WHERE namespace = ? AND key = ? AND parked = 0", [namespace, key])
+                } else if let row = try db.row(
+                    "SELECT ready_at_ns, owner IS NOT NULL AS held FROM timerkit_timers WHERE namespace = ? AND key = ? AND parked = 0", [namespace, key])
                 {
-                    batch.waiting[StoredKey(key)] = readyAt
+                    var reader = SQLiteRowReader(row: row)
+                    batch.waiting[StoredKey(key)] = reader.integer("ready_at_ns")
+                    if reader.integer("held") != 0 { batch.held.insert(StoredKey(key)) }
                 }
             }
             return batch

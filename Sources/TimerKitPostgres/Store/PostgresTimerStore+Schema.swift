@@ -193,7 +193,8 @@ extension PostgresTimerStore {
             "GRANT SELECT, INSERT, UPDATE, DELETE ON timerkit_timers TO \(role);",
             "GRANT SELECT ON timerkit_schema TO \(role);",
             "GRANT USAGE ON SEQUENCE timerkit_sequence TO \(role);",
-            "GRANT EXECUTE ON FUNCTION timerkit_now_ns() TO \(role);"
+            "GRANT EXECUTE ON FUNCTION timerkit_now_ns() TO \(role);",
+            "GRANT EXECUTE ON FUNCTION timerkit_sweep(text, text[], text, text[], bigint, bigint, integer) TO \(role);"
         ].joined(separator: "\n") + "\n"
     }
 }

@@ -408,6 +408,7 @@ final class PostgresTimerStore: DurableTimerStore {
                     batch.claimed.append(record)
                 } else {
                     batch.waiting[StoredKey(record.key)] = record.readyAt
+                    if record.owner != nil { batch.held.insert(StoredKey(record.key)) }
                 }
             }
             return batch

@@ -133,7 +133,7 @@ extension FleetTests {
         }
 
         @Test(
-            "A database at version 2 (the schema before the sweep) holding a backlog is migrated to 3 by the first instance: the sweep's function and the table's autovacuum settings are in place, and the backlog fires once each"
+            "C6: a database at version 2 (the schema before the sweep) holding a backlog is migrated to 3 by the first instance: the sweep's function and the table's autovacuum settings are in place, and the backlog fires once each"
         )
         func upgradeFromVersion2() async throws {
             let scratch = try ScratchDatabase()
