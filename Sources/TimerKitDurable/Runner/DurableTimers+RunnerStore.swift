@@ -69,7 +69,9 @@ extension DurableTimers.Runner {
                 for entry in batch { results[entry.key] = .gone }
                 for record in claimed.claimed { results[StoredKey(record.key)] = .claimed(record) }
                 for (key, readyAt) in claimed.waiting {
-                    results[key] = claimed.held.contains(key) ? .heldElsewhere(until: readyAt) : .notReady(readyAt: readyAt)
+                    // A claim under way elsewhere shows the row as it was: its lease will end
+                    // about a lease from now.
+                    results[key] = claimed.held.contains(key) ? .heldElsewhere(until: max(readyAt, leaseUntil)) : .notReady(readyAt: readyAt)
                 }
             } catch {
                 failure = error

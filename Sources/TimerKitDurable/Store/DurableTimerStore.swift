@@ -141,7 +141,8 @@ package struct DurableClaimBatch: Sendable {
     /// The ready time of each key that was not claimed and is still stored, not parked.
     package var waiting: [StoredKey: Int64]
     /// Those of `waiting` that a claim holds (another runner's, its lease's end as the ready
-    /// time), as opposed to timers not due yet.
+    /// time) or is taking (ready, but locked by another runner's claim under way), as opposed to
+    /// timers not due yet.
     package var held: Set<StoredKey>
 
     package init(claimed: [DurableTimerRecord], waiting: [StoredKey: Int64], held: Set<StoredKey> = []) {

@@ -31,9 +31,9 @@ extension PostgresTimerStore {
                 FROM target, c WHERE t.namespace = target.namespace AND t.key = target.key
                 RETURNING \(columns(prefix: "t."))
             )
-            SELECT *, true FROM claimed
+            SELECT *, true, false FROM claimed
             UNION ALL
-            SELECT l.*, false FROM (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)) AS wanted
+            SELECT l.*, false, l.ready_at_ns <= (SELECT ns FROM c) FROM (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)) AS wanted
             CROSS JOIN LATERAL (
                 SELECT \(columns(prefix: "t.")) FROM timerkit_timers t WHERE t.namespace = $3 AND t.key = wanted.key AND NOT t.parked
             ) AS l
@@ -57,9 +57,12 @@ extension PostgresTimerStore {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> (record: DurableTimerRecord, claimed: Bool) {
+        /// The record (``PostgresTimerStore/record(_:)`` reads the leading columns); whether this
+        /// claim took it; whether it was ready but locked (another runner's claim of it was under
+        /// way: `SKIP LOCKED` passed it by).
+        func decodeRow(_ row: PostgresRow) throws -> (record: DurableTimerRecord, claimed: Bool, locked: Bool) {
             let cells = row.makeRandomAccess()
-            return (try PostgresTimerStore.record(row), try cells[cells.count - 1].decode(Bool.self))
+            return (try PostgresTimerStore.record(row), try cells[cells.count - 2].decode(Bool.self), try cells[cells.count - 1].decode(Bool.self))
         }
     }
 

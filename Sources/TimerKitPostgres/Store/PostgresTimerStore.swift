@@ -403,12 +403,12 @@ final class PostgresTimerStore: DurableTimerStore {
         let statement = ClaimKeys(now: now, keys: keys, namespace: namespace, owner: owner, lease: lease)
         return try await call { connection, logger in
             var batch = DurableClaimBatch(claimed: [], waiting: [:])
-            for try await (record, claimed) in try await connection.execute(statement, logger: logger) {
+            for try await (record, claimed, locked) in try await connection.execute(statement, logger: logger) {
                 if claimed {
                     batch.claimed.append(record)
                 } else {
                     batch.waiting[StoredKey(record.key)] = record.readyAt
-                    if record.owner != nil { batch.held.insert(StoredKey(record.key)) }
+                    if record.owner != nil || locked { batch.held.insert(StoredKey(record.key)) }
                 }
             }
             return batch
