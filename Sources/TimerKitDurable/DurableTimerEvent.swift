@@ -7,7 +7,9 @@
 /// ``DurableTimers/Options/onError`` instead.
 public enum DurableTimerEvent: Sendable, Hashable {
     /// A claim asked the store for `requested` due timers and took `claimed` of them; the others
-    /// were held by another runner's lease, moved, or gone.
+    /// were held by another runner's lease, moved, or gone. A sweep of a backlog, which asks for
+    /// whatever is ready rather than for keys, tells what it took as both (a sweep that found
+    /// nothing: 0 and 0).
     case claimed(requested: Int, claimed: Int)
     /// A handler started, `lateness` after its occurrence's due time by the store's clock (less
     /// than zero for a manual ``DurableTimers/fire(key:)`` ahead of time).

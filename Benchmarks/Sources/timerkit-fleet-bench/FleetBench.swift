@@ -356,8 +356,9 @@ struct Storm: AsyncParsableCommand {
 }
 
 /// A backlog after downtime: `count` one-shots already overdue when one instance starts; it
-/// drains them in pieces of its maximum armed count. Reported: the time to drain, the fire rate,
-/// and the instance's resident set — its peak, and at each quarter of the drain.
+/// sweeps them (the next ready rows, as many as it has free handler slots, at most its catch-up
+/// rate a second). Reported: the time to drain, the fire rate, and the instance's resident set —
+/// its peak, and at each quarter of the drain.
 struct Backlog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "One instance drains a backlog of overdue timers; its memory as it goes.")
 
