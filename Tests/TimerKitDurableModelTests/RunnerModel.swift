@@ -87,7 +87,9 @@ struct ModelStore {
     /// A sweep: claims up to `limit` rows ready by `now`, the earliest first (the SQL skips rows
     /// locked by a claim in flight; here every call is atomic).
     mutating func sweep(owner: String, excluding: [String], now: Int64, lease: Int64, limit: Int) -> [DurableTimerRecord] {
-        let ready = rows.filter { !$0.value.parked && $0.value.readyAt <= now && !excluding.contains($0.value.owner ?? "") }.sorted { ($0.value.readyAt, $0.key) < ($1.value.readyAt, $1.key) }
+        let ready = rows.filter { !$0.value.parked && $0.value.readyAt <= now && !excluding.contains($0.value.owner ?? "") }.sorted {
+            ($0.value.readyAt, $0.key) < ($1.value.readyAt, $1.key)
+        }
         return ready.prefix(limit).compactMap { key, _ in
             if case .claimed(let record) = claim(key, owner: owner, now: now, lease: lease, early: false) { record } else { nil }
         }

@@ -191,7 +191,8 @@ struct DurableTimersTests {
     func leaveOverdue(_ database: TemporaryDatabase, _ virtual: VirtualClock, log: FireLog, options: DurableTimers.Options) async throws {
         let first = try await runner(database, virtual, log: log, options: options)
         #expect(
-            try await first.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(1 + Double($0) / 10), payload: Note(text: "x")) }, handler: "note")
+            try await first.schedule(
+                (0..<25).map { (key: String(format: "k%02d", $0), at: at(1 + Double($0) / 10), payload: Note(text: "x")) }, handler: "note")
                 == 25)
         await first.shutdown()
         await virtual.advance(by: .seconds(3_600))
@@ -207,7 +208,8 @@ struct DurableTimersTests {
         let loads = Locked<[Int]>([])
         let timers = try await runner(database, virtual, log: log, options: pieceOptions(loads))
         #expect(
-            try await timers.schedule((0..<25).map { (key: String(format: "k%02d", $0), at: at(10 + Double($0) / 10), payload: Note(text: "x")) }, handler: "note")
+            try await timers.schedule(
+                (0..<25).map { (key: String(format: "k%02d", $0), at: at(10 + Double($0) / 10), payload: Note(text: "x")) }, handler: "note")
                 == 25)
         await timers.start()
         #expect(loads.withLock { $0 } == [10])

@@ -84,8 +84,10 @@ struct Throughput: AsyncParsableCommand {
                         results[name, default: []].append(sample)
                         say(
                             String(
-                                format: "  round %d %@: %@%.0f fires/s, lag p50 %.1f p99 %.1f max %.0f ms, server %.0f µs/fire, instances %.0f µs/fire, %.2f statements/fire%@, %d/%d fired; load %@",
-                                round, name, sample.scheduledPerSecond.map { String(format: "scheduled %.0f/s, ", $0) } ?? "", sample.firesPerSecond, sample.lag.p50, sample.lag.p99, sample.lag.max, sample.serverMicros, sample.instanceMicros,
+                                format:
+                                    "  round %d %@: %@%.0f fires/s, lag p50 %.1f p99 %.1f max %.0f ms, server %.0f µs/fire, instances %.0f µs/fire, %.2f statements/fire%@, %d/%d fired; load %@",
+                                round, name, sample.scheduledPerSecond.map { String(format: "scheduled %.0f/s, ", $0) } ?? "", sample.firesPerSecond,
+                                sample.lag.p50, sample.lag.p99, sample.lag.max, sample.serverMicros, sample.instanceMicros,
                                 sample.statements, sample.attemptsPerClaim.map { String(format: ", %.2f claim attempts/claim", $0) } ?? "", sample.fired,
                                 sample.expected, loadAverage()))
                     }

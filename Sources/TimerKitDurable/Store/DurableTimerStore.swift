@@ -58,7 +58,8 @@ package protocol DurableTimerStore: Sendable {
     /// locked are skipped, not waited for, so runners sweeping at once take disjoint rows. Rows
     /// whose owner is one of `excluding` are skipped too: claims this runner still holds, whose
     /// lease may have lapsed while it runs them (a sweep must not take them again).
-    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now: Int64, leaseUntil: Int64, limit: Int) async throws(DurableTimerError)
+    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now: Int64, leaseUntil: Int64, limit: Int)
+        async throws(DurableTimerError)
         -> [DurableTimerRecord]
 
     /// Ends a claimed occurrence as `outcome` says, if `owner` still holds the timer at `sequence`;

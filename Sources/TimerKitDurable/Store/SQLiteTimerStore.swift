@@ -237,7 +237,8 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now: Int64, leaseUntil: Int64, limit: Int) async throws(DurableTimerError)
+    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now: Int64, leaseUntil: Int64, limit: Int)
+        async throws(DurableTimerError)
         -> [DurableTimerRecord]
     {
         guard !handlers.isEmpty, limit > 0 else { return [] }

@@ -418,7 +418,8 @@ final class PostgresTimerStore: DurableTimerStore {
     /// The next ready rows in ready-time order, `FOR UPDATE SKIP LOCKED` under a `LIMIT`: a range
     /// of the ready index, and instances sweeping at once each take rows the others have not
     /// locked. "Now" is a scalar the index range can use, not a join.
-    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now reading: Int64, leaseUntil: Int64, limit: Int) async throws(DurableTimerError)
+    func sweep(namespace: String, handlers: [String], owner: String, excluding: [String], now reading: Int64, leaseUntil: Int64, limit: Int)
+        async throws(DurableTimerError)
         -> [DurableTimerRecord]
     {
         guard !handlers.isEmpty, limit > 0 else { return [] }
