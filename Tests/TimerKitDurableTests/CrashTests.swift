@@ -126,7 +126,8 @@ struct CrashTests {
         let interrupted = runsPerKey.filter { key, runs in runs > 1 && (endsPerKey[key] ?? 0) < runs }.count
         #expect(interrupted <= kills * 8, "\(interrupted) timers ran again after a run the kill interrupted")
         print(
-            "crash test: \(count) timers, \(kills) kills, \(log.starts.count) runs, \(repeated) timers ran more than once (\(interrupted) after an interrupted run), none lost")
+            "crash test: \(count) timers, \(kills) kills, \(log.starts.count) runs, \(repeated) timers ran more than once (\(interrupted) after an interrupted run), none lost"
+        )
     }
 
     @Test(
