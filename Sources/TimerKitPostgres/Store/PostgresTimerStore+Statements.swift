@@ -163,36 +163,30 @@ extension PostgresTimerStore {
         }
     }
 
-    static let putTypes: [PostgresDataType] = [.text, .text, .text, .text, .int8, .text, .text, .int8, .text, .int8]
+    /// A schedule's statement: its conflict clause is all that differs between the three.
+    protocol PutStatement: PostgresPreparedStatement where Row == Int64 {
+        var values: PutValues { get }
+    }
 
     /// A schedule that replaces the timer under its key.
-    struct PutReplace: PostgresPreparedStatement {
+    struct PutReplace: PutStatement {
         static let name = "timerkit_put_replace_v3"
         static let sql = putSQL(onConflict: PostgresTimerStore.replaceClause)
-        static let bindingDataTypes = putTypes
         var values: PutValues
-        func makeBindings() throws -> PostgresBindings { values.bindings() }
-        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode((Int64, Int64).self).0 }
     }
 
     /// A schedule that keeps the timer under its key, if there is one.
-    struct PutKeep: PostgresPreparedStatement {
+    struct PutKeep: PutStatement {
         static let name = "timerkit_put_keep_v3"
         static let sql = putSQL(onConflict: "ON CONFLICT (namespace, key) DO NOTHING")
-        static let bindingDataTypes = putTypes
         var values: PutValues
-        func makeBindings() throws -> PostgresBindings { values.bindings() }
-        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode((Int64, Int64).self).0 }
     }
 
     /// A schedule that fails (unique violation) when the key is in use.
-    struct PutFail: PostgresPreparedStatement {
+    struct PutFail: PutStatement {
         static let name = "timerkit_put_fail_v3"
         static let sql = putSQL(onConflict: "")
-        static let bindingDataTypes = putTypes
         var values: PutValues
-        func makeBindings() throws -> PostgresBindings { values.bindings() }
-        func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode((Int64, Int64).self).0 }
     }
 
     /// `ON CONFLICT` for a schedule that replaces: a new occurrence, everything else cleared.
@@ -202,4 +196,10 @@ extension PostgresTimerStore {
             ready_at_ns = excluded.ready_at_ns, sequence = excluded.sequence, fire_count = 0, attempts = 0, skipped = 0,
             last_error = NULL, parked = false, owner = NULL, lease_until_ns = NULL
         """
+}
+
+extension PostgresTimerStore.PutStatement {
+    static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text, .text, .int8, .text, .text, .int8, .text, .int8] }
+    func makeBindings() throws -> PostgresBindings { values.bindings() }
+    func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode((Int64, Int64).self).0 }
 }
