@@ -61,42 +61,9 @@ public struct CalendarRule: Sendable, Hashable, Codable, CustomStringConvertible
     public var timeZone: TimeZone? { TimeZone(identifier: timeZoneIdentifier) }
 
     /// The first occurrence strictly after `date`, or `nil` if the rule's zone is unknown here.
+    /// The rule's occurrences are those of its ``CalendarSchedule``.
     public func nextOccurrence(after date: Date) -> Date? {
-        guard let zone = timeZone else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = zone
-        var candidate = date
-        // At most eight days apart for a weekly rule; a few more steps for transition days.
-        for _ in 0..<16 {
-            guard
-                let next = calendar.nextDate(
-                    after: candidate, matching: DateComponents(hour: hour, minute: minute, second: second),
-                    matchingPolicy: .nextTimePreservingSmallerComponents, repeatedTimePolicy: .first, direction: .forward)
-            else { return nil }
-            // A repeated local time occurs once: the second instance (same local time, an hour
-            // later) is not an occurrence of its own.
-            if isSecondInstance(next, calendar: calendar) {
-                candidate = next
-                continue
-            }
-            if let weekdays, !weekdays.contains(calendar.component(.weekday, from: next)) {
-                candidate = next
-                continue
-            }
-            return next
-        }
-        return nil
-    }
-
-    /// Whether `date` is the later of two instants with the same local time (a fall-back hour).
-    private func isSecondInstance(_ date: Date, calendar: Calendar) -> Bool {
-        let zone = calendar.timeZone
-        let offsetNow = zone.secondsFromGMT(for: date)
-        let offsetBefore = zone.secondsFromGMT(for: date.addingTimeInterval(-3 * 3600))
-        guard offsetBefore > offsetNow else { return false }
-        // The same wall time exists earlier, at the earlier (larger) offset.
-        let earlier = date.addingTimeInterval(-Double(offsetBefore - offsetNow))
-        return zone.secondsFromGMT(for: earlier) == offsetBefore
+        CalendarSchedule(self).nextOccurrence(after: date)
     }
 
     /// The rule as ``init(_:in:)`` reads it, with its zone: `Mon..Fri 09:00:00 Europe/Berlin`,
