@@ -100,8 +100,8 @@ struct CronParser {
                 if field.name == Self.dayOfWeek.name, high == 0 { high = 7 }
                 guard low <= high else { throw fail(field, item, "the range runs backwards (\(low) is after \(high))") }
             } else {
-                // `a/s` runs from a to the field's end.
-                high = parts.count == 2 ? field.range.upperBound : low
+                // `a/s` runs from a to the field's end (Saturday, 6, for weekdays).
+                high = parts.count == 2 ? (field.name == Self.dayOfWeek.name ? max(low, 6) : field.range.upperBound) : low
             }
         }
         var mask: UInt64 = 0
