@@ -15,7 +15,7 @@ struct TimerKitCommand: AsyncParsableCommand {
                                                       run a command on the calendar
               timerkit after 1m 30s -- echo hi        run a command once, 90 s from now
               timerkit at 9:30am -- echo stand-up     run a command at 09:30 (wall clock)
-              timerkit timeout 10s -- make test       stop a command after 10 s (exit 124)
+              timerkit timeout 10s make test          stop a command after 10 s (exit 124)
               timerkit demo                           walk through TimerKit's promises
 
             Durations: 250ms, 1.5s, 90s, 2m, 1h30m, 1d, 1w, us, ns; a bare number is
@@ -35,7 +35,9 @@ struct TimerKitCommand: AsyncParsableCommand {
         subcommands: [CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self])
 
     static func main() async {
-        let arguments = Array(CommandLine.arguments.dropFirst())
+        var arguments = Array(CommandLine.arguments.dropFirst())
+        // GNU timeout's command line: the command needs no `--` (the checks below stop at one).
+        if arguments.first == "timeout" { arguments = ["timeout"] + TimeoutCommand.normalized(Array(arguments.dropFirst())) }
         // `-1s` would read as options; say what it is instead.
         if let (name, command, value) = negativeDuration(in: arguments) {
             Output.error(

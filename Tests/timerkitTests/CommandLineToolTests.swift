@@ -64,9 +64,11 @@ struct CommandLineToolTests {
             (["sometimes"], "sometimes"),
             (["countdown", "-µs&.879hr"], "unknown option '-µs&.879hr'"),
             (["-&h"], "unknown option '-&h'"),
-            (["timeout", "1s"], "missing command after --"),
-            (["timeout", "0s", "--", "true"], "the limit must be more than zero"),
-            (["timeout", "1s", "--signal", "LOUD", "--", "true"], "unknown signal 'LOUD'")
+            (["timeout", "1s"], "missing command after the limit"),
+            (["timeout", "-k", "5x", "1s", "true"], "unknown unit 'x'"),
+            (["timeout", "1s", "--signal", "LOUD", "--", "true"], "unknown signal 'LOUD'"),
+            (["timeout", "-s", "LOUD", "1s", "true"], "unknown signal 'LOUD'"),
+            (["timeout", "--bogus", "1s", "true"], "Unknown option '--bogus'")
         ])
     func badInput(arguments: [String], problem: String) async throws {
         let outcome = try await ToolRunner.run(arguments)

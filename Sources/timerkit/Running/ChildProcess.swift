@@ -20,6 +20,9 @@ struct ChildProcess: Sendable {
     let pid: pid_t
     /// Whether the command's group was given the terminal when it started.
     let hasTerminal: Bool
+    /// Whether the command leads a process group of its own (`timeout --foreground`: it stays in
+    /// `timerkit`'s, and only the command itself is signalled).
+    let ownGroup: Bool
 
     /// Why a command could not be started, with the status a shell gives for it.
     struct LaunchError: Error, CustomStringConvertible {
@@ -54,8 +57,10 @@ struct ChildProcess: Sendable {
 
     /// Starts `arguments[0]` (looked up in `PATH` unless it contains a slash) with the rest as its
     /// arguments. With `outputToStandardError`, the child's standard output goes to this process's
-    /// standard error (`every --json` keeps stdout for its own lines).
-    static func launch(_ arguments: [String], outputToStandardError: Bool = false) throws(LaunchError) -> ChildProcess {
+    /// standard error (`every --json` keeps stdout for its own lines). With `ownGroup` false the
+    /// child stays in this process's group and the terminal is left alone (GNU `timeout
+    /// --foreground`): job control is then the shell's, for both.
+    static func launch(_ arguments: [String], outputToStandardError: Bool = false, ownGroup: Bool = true) throws(LaunchError) -> ChildProcess {
         precondition(!arguments.isEmpty, "ChildProcess.launch: no command")
         #if os(tvOS) || os(watchOS) || os(visionOS) || os(iOS)
         // No process spawning there: the tool is for macOS and Linux (Package.swift, README).
@@ -84,7 +89,8 @@ struct ChildProcess: Sendable {
         posix_spawnattr_setsigmask(&attributes, &unblocked)
         // A process group of its own, led by the child (group 0: the child's pid).
         posix_spawnattr_setpgroup(&attributes, 0)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETPGROUP))
+        let flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | (ownGroup ? POSIX_SPAWN_SETPGROUP : 0)
+        posix_spawnattr_setflags(&attributes, Int16(flags))
 
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
@@ -92,8 +98,8 @@ struct ChildProcess: Sendable {
         let result = posix_spawnp(&pid, arguments[0], &actions, &attributes, argv, environ)
         guard result == 0 else { throw LaunchError(command: arguments[0], code: result) }
         // A command that reads the terminal before this line stops (SIGTTIN); `wait()` continues it.
-        let hasTerminal = JobControl.isForeground && JobControl.giveTerminal(to: pid)
-        return ChildProcess(pid: pid, hasTerminal: hasTerminal)
+        let hasTerminal = ownGroup && JobControl.isForeground && JobControl.giveTerminal(to: pid)
+        return ChildProcess(pid: pid, hasTerminal: hasTerminal, ownGroup: ownGroup)
         #endif
     }
 
@@ -164,6 +170,8 @@ struct ChildProcess: Sendable {
             }
             // WIFSTOPPED / WSTOPSIG, which Swift does not import.
             guard status & 0xff == 0x7f else { break }
+            // In this process's group, a stop is the whole job's: the shell continues both.
+            guard ownGroup else { continue }
             let stop = (status >> 8) & 0xff
             let wantsTerminal = stop == SIGTTIN || stop == SIGTTOU
             if wantsTerminal && holding && JobControl.foregroundGroup == pid {
@@ -193,9 +201,10 @@ struct ChildProcess: Sendable {
     }
 
     /// Sends `signal` to the command's process group — the command and whatever it started —
-    /// or, if the command has left that group, to the command alone. Ignored if it has ended.
+    /// or, if the command has left that group (or never had one), to the command alone. Ignored if
+    /// it has ended.
     func send(_ signal: Int32) {
-        if kill(-pid, signal) != 0 { _ = kill(pid, signal) }
+        if !ownGroup || kill(-pid, signal) != 0 { _ = kill(pid, signal) }
     }
 
     /// How long a child has after a forwarded signal before it is killed.
