@@ -28,8 +28,10 @@ public struct DurableTimerInfo: Sendable, Hashable {
     public let readyAt: Date
     /// The repeat interval, if it repeats on a fixed grid.
     public let interval: Duration?
-    /// The calendar rule, if it follows one.
+    /// The calendar rule, if it was scheduled with one (``schedule`` has its occurrences too).
     public let rule: CalendarRule?
+    /// The calendar schedule, if it follows one: a cron expression's, or a calendar rule's.
+    public let schedule: CalendarSchedule?
     /// The misfire policy.
     public let misfire: MisfirePolicy
     /// How many fires have completed.

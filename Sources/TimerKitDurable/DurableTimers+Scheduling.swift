@@ -60,11 +60,55 @@ extension DurableTimers {
     public func schedule<Payload: Codable & Sendable>(
         key: String, rule: CalendarRule, handler: String, payload: Payload, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
     ) async throws(DurableTimerError) -> Bool {
-        guard let due = OccurrencePlan.nextOccurrence(of: rule, after: now()) else {
+        guard let due = OccurrencePlan.nextOccurrence(of: CalendarSchedule(rule), after: now()) else {
             throw .invalidRule("the time zone '\(rule.timeZoneIdentifier)' is unknown here")
         }
         guard DurableLimits.contains(due) else { throw .invalidDate("the rule's next occurrence is outside the range of dates") }
         return try await put(key: key, handler: handler, payload: payload, recurrence: .rule(rule), misfire: misfire, due: due, conflict: ifExists)
+    }
+
+    /// Schedules a timer that follows a cron expression, from its first occurrence after now:
+    /// `"*/15 9-17 * * mon-fri"`, in `timeZone` or the zone of a `CRON_TZ=` prefix.
+    ///
+    /// ```swift
+    /// try await timers.schedule(key: "report", cron: "0 7 * * mon", in: berlin, handler: "report", payload: Report())
+    /// ```
+    ///
+    /// - Throws: ``DurableTimerError/invalidRule(_:)`` for an expression that does not read (the
+    ///   reason names the field) or an unknown zone; otherwise as
+    ///   ``schedule(key:at:handler:payload:misfire:ifExists:)``.
+    @discardableResult
+    public func schedule<Payload: Codable & Sendable>(
+        key: String, cron: String, in timeZone: TimeZone = .current, handler: String, payload: Payload, misfire: MisfirePolicy = .once,
+        ifExists: DurableConflict = .replace
+    ) async throws(DurableTimerError) -> Bool {
+        let schedule: CalendarSchedule
+        do {
+            schedule = try CalendarSchedule(cron: cron, in: timeZone)
+        } catch {
+            throw .invalidRule(error.description)
+        }
+        return try await self.schedule(key: key, schedule: schedule, handler: handler, payload: payload, misfire: misfire, ifExists: ifExists)
+    }
+
+    /// Schedules a timer that follows a calendar schedule — a cron expression or a calendar rule,
+    /// with its bounds and jitter — from its first occurrence after now. The schedule is stored
+    /// as its text, and every instance follows it the same way, jitter included.
+    ///
+    /// - Throws: ``DurableTimerError/invalidRule(_:)`` when the schedule's zone is unknown here or
+    ///   it has no occurrence after now (it has ended); otherwise as
+    ///   ``schedule(key:at:handler:payload:misfire:ifExists:)``.
+    @discardableResult
+    public func schedule<Payload: Codable & Sendable>(
+        key: String, schedule: CalendarSchedule, handler: String, payload: Payload, misfire: MisfirePolicy = .once,
+        ifExists: DurableConflict = .replace
+    ) async throws(DurableTimerError) -> Bool {
+        guard schedule.timeZone != nil else { throw .invalidRule("the time zone '\(schedule.timeZoneIdentifier)' is unknown here") }
+        guard let due = OccurrencePlan.nextOccurrence(of: schedule, after: now()) else {
+            throw .invalidRule("the schedule (\(schedule)) has no occurrence after now: it has ended")
+        }
+        guard DurableLimits.contains(due) else { throw .invalidDate("the schedule's next occurrence is outside the range of dates") }
+        return try await put(key: key, handler: handler, payload: payload, recurrence: .schedule(schedule), misfire: misfire, due: due, conflict: ifExists)
     }
 
     /// Schedules many one-shots for one handler in one transaction: the fast way to store thousands

@@ -225,7 +225,8 @@ public final class DurableTimers: Sendable {
             } else { .scheduled }
         return DurableTimerInfo(
             key: record.key, handler: record.handler, nextDeadline: Date(nanosecondsSince1970: record.due), readyAt: Date(nanosecondsSince1970: record.readyAt),
-            interval: interval, rule: rule, misfire: record.misfire, fireCount: record.fireCount, attempts: record.attempts, lastError: record.lastError,
+            interval: interval, rule: rule, schedule: record.recurrence.calendarSchedule, misfire: record.misfire, fireCount: record.fireCount,
+            attempts: record.attempts, lastError: record.lastError,
             state: state)
     }
 }

@@ -27,7 +27,7 @@ extension CalendarSchedule {
     /// Reads a schedule; with `knownZoneRequired` false, a `CRON_TZ=` zone this system does not
     /// know is kept by name (a stored schedule written where the zone database is newer): such a
     /// schedule has no occurrences here.
-    init(parsing text: String, in timeZone: TimeZone, knownZoneRequired: Bool) throws(TimerError) {
+    package init(parsing text: String, in timeZone: TimeZone, knownZoneRequired: Bool) throws(TimerError) {
         let parts = text.split(separator: ";", omittingEmptySubsequences: false).map { String($0).trimmingWhitespace() }
         let rule = parts[0]
         let fieldCount = rule.split(whereSeparator: \.isWhitespace).count

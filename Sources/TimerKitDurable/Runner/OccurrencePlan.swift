@@ -71,19 +71,26 @@ struct OccurrencePlan: Equatable {
             n = Int(clamping: steps).addingSaturating(1)
             latest = record.due.addingSaturating(steps.multipliedSaturating(by: interval))
             following = latest.addingSaturating(interval)
-        case .rule(let rule):
+        case .rule, .schedule:
+            let schedule = record.recurrence.calendarSchedule!
             var current = record.due
             occurrences.append(current)
-            var next = Self.nextOccurrence(of: rule, after: current)
+            var next = Self.nextOccurrence(of: schedule, after: current)
             while let candidate = next, candidate <= now, candidate > current, occurrences.count < countLimit {
                 current = candidate
                 occurrences.append(current)
-                next = Self.nextOccurrence(of: rule, after: current)
+                next = Self.nextOccurrence(of: schedule, after: current)
             }
             guard let after = next, after > current else {
+                if schedule.timeZone != nil, schedule.end != nil {
+                    n = occurrences.count
+                    latest = current
+                    following = nil
+                    break
+                }
                 return park(
                     record,
-                    "its calendar rule (\(rule)) has no next occurrence on this system: the time zone '\(rule.timeZoneIdentifier)' is unknown here, or its rules end; retry(key:) it on a system that knows the zone"
+                    "its calendar schedule (\(schedule)) has no next occurrence on this system: the time zone '\(schedule.timeZoneIdentifier)' is unknown here, or its rules end; retry(key:) it on a system that knows the zone"
                 )
             }
             n = occurrences.count
@@ -161,9 +168,9 @@ struct OccurrencePlan: Equatable {
         return OccurrencePlan(fires: true, scheduledDeadline: now, deadlineCount: 0, skippedCount: 0, next: next)
     }
 
-    /// The rule's first occurrence after `nanoseconds` since 1970, in nanoseconds; `nil` if none.
-    static func nextOccurrence(of rule: CalendarRule, after nanoseconds: Int64) -> Int64? {
-        guard let date = rule.nextOccurrence(after: Date(nanosecondsSince1970: nanoseconds)) else { return nil }
+    /// The schedule's first occurrence after `nanoseconds` since 1970, in nanoseconds; `nil` if none.
+    static func nextOccurrence(of schedule: CalendarSchedule, after nanoseconds: Int64) -> Int64? {
+        guard let date = schedule.nextOccurrence(after: Date(nanosecondsSince1970: nanoseconds)) else { return nil }
         return date.nanosecondsSince1970
     }
 }

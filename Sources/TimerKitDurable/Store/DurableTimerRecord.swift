@@ -8,7 +8,19 @@ package struct DurableTimerRecord: Sendable, Hashable {
         case none
         /// Every `nanoseconds`, on the grid of its first occurrence.
         case interval(Int64)
+        /// A ``CalendarRule``, as written before cron expressions (stored as JSON).
         case rule(CalendarRule)
+        /// A ``CalendarSchedule`` (stored as its text).
+        case schedule(CalendarSchedule)
+
+        /// The calendar schedule of a rule or a schedule; `nil` for the others.
+        package var calendarSchedule: CalendarSchedule? {
+            switch self {
+            case .rule(let rule): CalendarSchedule(rule)
+            case .schedule(let schedule): schedule
+            default: nil
+            }
+        }
     }
 
     package var namespace: String

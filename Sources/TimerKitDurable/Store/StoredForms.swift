@@ -21,18 +21,25 @@ package enum StoredForms {
         return nil
     }
 
-    /// (interval nanoseconds, rule JSON) columns of a recurrence.
+    /// (interval nanoseconds, rule) columns of a recurrence: a calendar rule as JSON (an object,
+    /// as 0.1.0 wrote it), a calendar schedule as its text (`CRON_TZ=Europe/Berlin 0 9 * * 1-5`).
     package static func columns(_ recurrence: DurableTimerRecord.Recurrence) -> (interval: Int64?, rule: String?) {
         switch recurrence {
         case .none: (nil, nil)
         case .interval(let nanoseconds): (nanoseconds, nil)
         case .rule(let rule): (nil, (try? JSONEncoder().encode(rule)).flatMap { String(data: $0, encoding: .utf8) })
+        case .schedule(let schedule): (nil, schedule.description)
         }
     }
 
     package static func recurrence(interval: Int64?, rule: String?) -> DurableTimerRecord.Recurrence? {
         if let interval { return .interval(interval) }
         if let rule {
+            if !rule.hasPrefix("{") {
+                // A zone this system does not know is kept: the timer parks when it is due, saying so.
+                let utc = TimeZone(identifier: "UTC") ?? TimeZone(secondsFromGMT: 0)!
+                return (try? CalendarSchedule(parsing: rule, in: utc, knownZoneRequired: false)).map { .schedule($0) }
+            }
             guard let data = rule.data(using: .utf8), let decoded = try? JSONDecoder().decode(CalendarRule.self, from: data) else { return nil }
             return .rule(decoded)
         }
