@@ -61,10 +61,40 @@ struct ScheduleCommandTests {
     }
 
     @Test(
-        "every's schedule is one of an interval, --at and --on; a rule it cannot read is refused with exit 64",
+        "every --cron --dry-run lists --count runs from --from on the schedule's wall clock: a nightly 02:00 across New York's spring change runs at 03:00 that night"
+    )
+    func cronDryRun() async throws {
+        let nightly = try await ToolRunner.run(
+            ["every", "--cron", "0 2 * * *", "--dry-run", "--count", "3", "--from", "2027-03-13"], environment: ["TZ": "America/New_York"])
+        #expect(nightly.status == 0, "\(nightly.error)")
+        #expect(
+            nightly.output == """
+                timerkit every CRON_TZ=America/New_York 0 2 * * *: the next 3 runs would start at
+                  Sat 2027-03-13 02:00:00 -0500
+                  Sun 2027-03-14 03:00:00 -0400
+                  Mon 2027-03-15 02:00:00 -0400
+
+                """)
+        // --count beyond ten is honoured; CRON_TZ= names the zone whatever TZ says.
+        let many = try await ToolRunner.run(
+            ["every", "--cron", "CRON_TZ=Australia/Lord_Howe */30 * * * *", "--dry-run", "--count", "30", "--from", "2027-04-03T12:00Z"],
+            environment: ["TZ": "UTC"])
+        let lines = many.output.split(separator: "\n").dropFirst()
+        #expect(lines.count == 30, "\(many.output)")
+        // 2027-04-04 02:00 +11:00 → 01:30 +10:30: the repeated half hour runs in both passes.
+        #expect(lines.contains("  Sun 2027-04-04 01:30:00 +1100") && lines.contains("  Sun 2027-04-04 01:30:00 +1030"), "\(many.output)")
+    }
+
+    @Test(
+        "every's schedule is one of an interval, --at, --on and --cron; a rule it cannot read is refused with exit 64",
         arguments: [
             (["every", "--", "true"], "missing interval"),
-            (["every", "1s", "--at", "09:00", "--", "true"], "give one of an interval, --at and --on"),
+            (["every", "1s", "--at", "09:00", "--", "true"], "give one of an interval, --at, --on and --cron"),
+            (["every", "--cron", "0 25 * * *", "--", "true"], "hour field, '25': 25 is not in 0–23"),
+            (["every", "--cron", "0 9 * * 1", "--on", "mon 09:00", "--", "true"], "give one of an interval, --at, --on and --cron"),
+            (["every", "--cron", "CRON_TZ=Mars/Base 0 9 * * 1", "--", "true"], "unknown time zone 'Mars/Base'"),
+            (["every", "--cron", "0 9 * * 1", "--from", "2027-01-01", "--", "true"], "--from is for --dry-run"),
+            (["every", "--cron", "0 9 * * 1", "--from", "someday", "--dry-run"], "--from"),
             (["every", "--on", "mon..fry 09:00", "--", "true"], "unknown day 'fry'"),
             (["every", "--at", "mon 09:00", "--", "true"], "--at takes a time of day"),
             (["every", "--on", "mon 09:00", "--tolerance", "1s", "--", "true"], "are for an interval"),

@@ -81,9 +81,9 @@ struct CronParser {
         let parts = item.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false)
         var step = 1
         if parts.count == 2 {
+            // A step past the range's end is allowed (as in cron): `*/75` is just the first value.
             guard let value = Int(parts[1]), parts[1].allSatisfy(\.isASCII) else { throw fail(field, item, "the step '\(parts[1])' is not a number") }
             guard value >= 1 else { throw fail(field, item, "a step must be at least 1") }
-            guard value <= field.range.count else { throw fail(field, item, "a step of \(value) is longer than the field's \(field.range.count) values") }
             step = value
         }
         let base = parts[0]

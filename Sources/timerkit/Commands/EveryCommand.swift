@@ -10,6 +10,7 @@ struct EveryCommand: ParsableCommand {
         usage: """
             timerkit every <interval> [<options>] -- <command> [<argument> ...]
             timerkit every (--at <time> | --on <days time>) [<options>] -- <command>
+            timerkit every --cron <expression> [<options>] -- <command>
             timerkit every … --shell <command line>
             """,
         discussion: """
@@ -28,8 +29,12 @@ struct EveryCommand: ParsableCommand {
             exist on a daylight-saving day runs once, shifted by the gap; one that happens twice runs \
             once, the first time. Occurrences that pass while a run is still going are skipped.
 
+            --cron takes a cron expression: minute hour day-of-month month day-of-week, with lists,             ranges, steps and names (*/15 9-17 * * mon-fri), an optional leading seconds field,             @hourly/@daily/@weekly/@monthly/@yearly, L (last day; 5L the last Friday), 15W (the             weekday nearest the 15th), 1#2 (the second Monday), and CRON_TZ=Zone in front for             another zone. With both day fields restricted either one matching is enough, as in cron.             A schedule that runs every hour follows elapsed time across a daylight-saving change             (no run twice at once, no two-hour gap). --dry-run lists the next --count runs (5 by             default) from now or from --from, to check a rule across next spring's change.
+
             Examples: timerkit every 200ms --count 10 -- date +%T
                       timerkit every --on "mon..fri 09:00" -- notify-send "Stand-up"
+                      timerkit every --cron "*/15 9-17 * * mon-fri" -- ./sync.sh
+                      timerkit every --cron "0 2 * * *" --dry-run --count 3 --from 2027-03-13
                       timerkit every 2s --shell 'df -h / | tail -1'     (for watch -n 2 users)
             """)
 
@@ -46,7 +51,17 @@ struct EveryCommand: ParsableCommand {
     @Option(help: ArgumentHelp("On these days at this time, as in \"mon..fri 09:00\" (local time), instead of an interval.", valueName: "days time"))
     var on: String?
 
-    @Option(help: ArgumentHelp("Stop after this many runs.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "On a cron expression, as in \"*/15 9-17 * * mon-fri\" (local time, or CRON_TZ=Zone first), instead of an interval.",
+            valueName: "expression"))
+    var cron: String?
+
+    @Option(
+        help: ArgumentHelp("With --dry-run: list the runs from this date instead of now (\(TimeText.help), or a date such as 2027-03-13).", valueName: "date"))
+    var from: String?
+
+    @Option(help: ArgumentHelp("Stop after this many runs (with --dry-run: list this many).", valueName: "n"))
     var count: Int?
 
     @Option(
@@ -89,27 +104,55 @@ struct EveryCommand: ParsableCommand {
     @Argument(parsing: .postTerminator, help: ArgumentHelp("The command to run, after --.", valueName: "command"))
     var command: [String] = []
 
-    /// The calendar rule of `--at` or `--on`, in the local time zone.
-    func calendarRule() throws -> CalendarRule? {
-        guard let text = on ?? at.map({ "daily \($0)" }) else { return nil }
-        if at != nil, at?.contains(" ") == true {
-            throw ValidationError("--at takes a time of day such as 09:00; for days use --on \"mon..fri 09:00\"")
-        }
+    /// The calendar schedule of `--cron`, `--at` or `--on`, in the local time zone (or the
+    /// expression's `CRON_TZ=`).
+    func calendarSchedule() throws -> CalendarSchedule? {
         do {
-            return try CalendarRule(text, in: .current)
-        } catch {
+            if let cron { return try CalendarSchedule(cron: cron, in: .current) }
+            guard let text = on ?? at.map({ "daily \($0)" }) else { return nil }
+            if at != nil, at?.contains(" ") == true {
+                throw ValidationError("--at takes a time of day such as 09:00; for days use --on \"mon..fri 09:00\"")
+            }
+            return CalendarSchedule(try calendarRule(text))
+        } catch let error as TimerError {
             throw ValidationError(error.description)
         }
     }
 
+    private func calendarRule(_ text: String) throws(TimerError) -> CalendarRule { try CalendarRule(text, in: .current) }
+
+    /// How --dry-run names the schedule: a rule as `--on` reads it, a cron schedule as its text.
+    private func title(of schedule: CalendarSchedule) -> String {
+        guard cron == nil, let text = on ?? at.map({ "daily \($0)" }), let rule = try? calendarRule(text) else { return schedule.description }
+        return rule.description
+    }
+
+    /// Where `--dry-run` starts listing: `--from`, or now.
+    func dryRunStart() throws -> Date {
+        guard var text = from?.trimmingWhitespace else { return Date() }
+        // A bare date is its midnight.
+        if text.count == 10, text.dropFirst(4).first == "-" { text += "T00:00" }
+        do {
+            return try TimeText.resolve(String(text), now: Date()).date
+        } catch {
+            throw ValidationError("--from: \(error)")
+        }
+    }
+
     func validate() throws {
-        let schedules = [interval != nil, at != nil, on != nil].filter { $0 }.count
-        if schedules == 0 { throw ValidationError("missing interval, as in: timerkit every 1s -- date (or --at 09:00, or --on \"mon..fri 09:00\")") }
-        if schedules > 1 { throw ValidationError("give one of an interval, --at and --on") }
-        if try calendarRule() != nil {
+        let schedules = [interval != nil, at != nil, on != nil, cron != nil].filter { $0 }.count
+        if schedules == 0 {
+            throw ValidationError("missing interval, as in: timerkit every 1s -- date (or --at 09:00, --on \"mon..fri 09:00\", --cron \"*/15 * * * *\")")
+        }
+        if schedules > 1 { throw ValidationError("give one of an interval, --at, --on and --cron") }
+        if try calendarSchedule() != nil {
             if tolerance != nil || gridOptionsGiven {
-                throw ValidationError("--tolerance, --missed and --clock are for an interval; --at and --on run on the wall clock")
+                throw ValidationError("--tolerance, --missed and --clock are for an interval; --at, --on and --cron run on the wall clock")
             }
+        }
+        if from != nil {
+            guard dryRun else { throw ValidationError("--from is for --dry-run: it lists the runs from that date") }
+            _ = try dryRunStart()
         }
         if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
         // As a percentage, more than 100 % is refused; as a duration, more than the interval is too.
@@ -132,18 +175,18 @@ struct EveryCommand: ParsableCommand {
     private var gridOptionsGiven: Bool { missed != .skip || clock != .continuous }
 
     func run() throws {
-        if let rule = try calendarRule() {
-            guard !dryRun else { return printDryRun(occurrencesOf: rule) }
-            return try startRuns(interval: .seconds(1), calendar: rule, tolerance: .zero, missed: .skip, clock: .wall)
+        if let schedule = try calendarSchedule() {
+            guard !dryRun else { return try printDryRun(occurrencesOf: schedule) }
+            return try startRuns(interval: .seconds(1), calendar: schedule, tolerance: .zero, missed: .skip, clock: .wall)
         }
         guard let interval else { return }
-        guard !dryRun else { return printDryRun(every: interval) }
+        guard !dryRun else { return try printDryRun(every: interval) }
         try startRuns(
             interval: interval, calendar: nil, tolerance: tolerance?.resolved(interval: interval) ?? .zero, missed: missed, clock: clock.clock)
     }
 
     /// Looks the command up, runs it on the schedule until the runs end, and exits with their status.
-    private func startRuns(interval: Duration, calendar: CalendarRule?, tolerance: Duration, missed: MissedChoice, clock: TimerClock) throws {
+    private func startRuns(interval: Duration, calendar: CalendarSchedule?, tolerance: Duration, missed: MissedChoice, clock: TimerClock) throws {
         let command = resolvedCommand
         try ChildProcess.checkBeforeWaiting(command, tool: "every")
         let runner = EveryRun(
@@ -155,8 +198,8 @@ struct EveryCommand: ParsableCommand {
     }
 
     /// --dry-run on a grid: the first runs' instants and offsets (none past 100 years or --for).
-    private func printDryRun(every interval: Duration) {
-        let start = Date()
+    private func printDryRun(every interval: Duration) throws {
+        let start = try dryRunStart()
         let step = DurationText.wholeNanoseconds(interval)
         let offsets = (0..<Int64(dryRunCount)).compactMap { k -> Int64? in
             let (offset, overflow) = step.multipliedReportingOverflow(by: k)
@@ -169,20 +212,23 @@ struct EveryCommand: ParsableCommand {
             then: "and every \(DurationText.describe(interval)) after that")
     }
 
-    /// --dry-run on the calendar: the next occurrences (none past --for), with their weekday.
-    private func printDryRun(occurrencesOf rule: CalendarRule) {
+    /// --dry-run on the calendar: the next occurrences (none past --for), with their weekday and
+    /// offset on the schedule's wall clock.
+    private func printDryRun(occurrencesOf schedule: CalendarSchedule) throws {
         var occurrences: [Date] = []
-        var after = Date()
+        var after = try dryRunStart()
         let end = limit.map { after.addingTimeInterval(Double(DurationText.wholeNanoseconds($0)) / 1e9) }
-        while occurrences.count < dryRunCount, let next = rule.nextOccurrence(after: after), end.map({ next < $0 }) ?? true {
+        while occurrences.count < dryRunCount, let next = schedule.nextOccurrence(after: after), end.map({ next < $0 }) ?? true {
             occurrences.append(next)
             after = next
         }
-        printDryRun("\(rule): the next", occurrences.map { TimeText.describeWithWeekday($0) }, then: "and so on")
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = schedule.timeZone ?? .current
+        printDryRun("\(title(of: schedule)): the next", occurrences.map { TimeText.describeWithWeekday($0, calendar: calendar) }, then: "and so on")
     }
 
-    /// How many runs --dry-run lists: --count, 5 without it, at most 10.
-    private var dryRunCount: Int { min(count ?? 5, 10) }
+    /// How many runs --dry-run lists: --count, or 5.
+    private var dryRunCount: Int { count ?? 5 }
 
     /// --dry-run's listing: which runs, one line each, and how it goes on without --count or --for.
     private func printDryRun(_ which: String, _ lines: [String], then more: String) {

@@ -9,7 +9,7 @@ import Darwin
 #endif
 
 /// `timerkit every`: runs a command on a repeating timer's grid, start to start, or at a calendar
-/// rule's occurrences (`--at`, `--on`), one run at a time, until a count, a time limit, a failure
+/// schedule's occurrences (`--at`, `--on`, `--cron`), one run at a time, until a count, a time limit, a failure
 /// (`--fail-fast`) or a signal ends it.
 ///
 /// The runs are the timer's handler on a serial queue of their own, so a run that overruns makes
@@ -18,15 +18,15 @@ import Darwin
 /// waits for the next grid deadline: a deadline that came while the previous run was still going
 /// gets no run of its own. Whatever got no run is counted in the summary.
 ///
-/// On a calendar rule, each occurrence is a one-shot on the wall clock (so it follows changes of
+/// On a calendar schedule, each occurrence is a one-shot on the wall clock (so it follows changes of
 /// the system clock, and daylight-saving days as the rule says), armed when the previous run has
 /// ended: occurrences that passed during a run are skipped and counted.
 final class EveryRun: Sendable {
     struct Options: Sendable {
-        /// The grid's interval; unused with a calendar rule.
+        /// The grid's interval; unused with a calendar schedule.
         var interval: Duration
-        /// Runs at the rule's occurrences instead of on a grid (the clock is then the wall clock).
-        var calendar: CalendarRule? = nil
+        /// Runs at the schedule's occurrences instead of on a grid (the clock is then the wall clock).
+        var calendar: CalendarSchedule? = nil
         var count: Int?
         var limit: Duration?
         var tolerance: Duration
@@ -116,10 +116,10 @@ final class EveryRun: Sendable {
         if !installed { timer.invalidate() }
     }
 
-    /// Arms a one-shot on the wall clock for the rule's first occurrence after `date`.
-    private func armOccurrence(of rule: CalendarRule, after date: Date) throws {
+    /// Arms a one-shot on the wall clock for the schedule's first occurrence after `date`.
+    private func armOccurrence(of rule: CalendarSchedule, after date: Date) throws {
         guard let next = rule.nextOccurrence(after: date) else {
-            Output.error("timerkit every: the time zone \(rule.timeZoneIdentifier) has no next occurrence of \(rule)")
+            Output.error("timerkit every: no next occurrence of \(rule) (its time zone is unknown here, or it has ended)")
             return stop(.countReached)
         }
         install(
@@ -128,9 +128,9 @@ final class EveryRun: Sendable {
             })
     }
 
-    /// After a run on a calendar rule: the occurrences that passed while it ran are skipped, and
+    /// After a run on a calendar schedule: the occurrences that passed while it ran are skipped, and
     /// the next one is armed.
-    private func armNext(of rule: CalendarRule, after deadline: Int64) {
+    private func armNext(of rule: CalendarSchedule, after deadline: Int64) {
         let now = Date()
         var skipped = 0
         var occurrence = Date(timeIntervalSince1970: Double(deadline) / 1e9)
