@@ -10,7 +10,8 @@ let package = Package(
     products: [
         .executable(name: "timerkit-bench", targets: ["timerkit-bench"]),
         .executable(name: "timerkit-durable-bench", targets: ["timerkit-durable-bench"]),
-        .executable(name: "timerkit-fleet-bench", targets: ["timerkit-fleet-bench"])
+        .executable(name: "timerkit-fleet-bench", targets: ["timerkit-fleet-bench"]),
+        .executable(name: "timerkit-cron-bench", targets: ["timerkit-cron-bench"])
     ],
     dependencies: [
         // Named, so that the reference below does not depend on the name of the clone's folder.
@@ -49,6 +50,14 @@ let package = Package(
                 .product(name: "TimerKitDurable", package: "TimerKit"),
                 .product(name: "TimerKitPostgres", package: "TimerKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "TimerKit", package: "TimerKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ]
+        ),
+        // Cron expressions: the next occurrence's cost, beside croniter (Python).
+        .executableTarget(
+            name: "timerkit-cron-bench",
+            dependencies: [
                 .product(name: "TimerKit", package: "TimerKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]

@@ -57,9 +57,10 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
     public struct Entry: Sendable {
         /// The key.
         public let key: Key
-        /// The next deadline, on the registry's clock.
+        /// The next deadline, on the registry's clock (a calendar entry's on the wall clock, or the
+        /// registry's virtual clock).
         public let nextDeadline: TimerInstant?
-        /// The repeat interval, or `nil` for a one-shot.
+        /// The repeat interval, or `nil` for a one-shot or a calendar entry.
         public let interval: Duration?
         /// How many runs have begun.
         public let fireCount: Int
@@ -68,7 +69,8 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
     }
 
     struct Slot {
-        let timer: ScheduledTimer
+        /// A timer on the registry's clock, or a calendar timer.
+        let timer: any RegistryWork
         let generation: UInt64
     }
 
@@ -180,10 +182,55 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
             handler(key, fire) { timer.invalidate() }
             self?.finished(key, generation: generation)
         }
-        let (installed, replaced) = state.withLock { state -> (Bool, ScheduledTimer?) in
+        // A later schedule of the same key may have raced past this one: the newest wins.
+        return try install(timer, under: key, generation: generation, conflict: conflict)
+    }
+
+    /// Schedules work under `key` at the occurrences of a calendar schedule — a cron expression
+    /// or a calendar rule — as a ``CalendarTimer`` does: on the wall clock (or the registry's
+    /// clock if it is virtual), runs never overlapping, missed occurrences coalesced (C5). When
+    /// the schedule ends, the key is free.
+    ///
+    /// ```swift
+    /// try registry.schedule("digest", on: try CalendarSchedule(cron: "0 8 * * mon-fri")) { key, fire in
+    ///     sendDigest(for: fire.occurrence)
+    /// }
+    /// ```
+    ///
+    /// - Returns: `true` if the work was scheduled; `false` if `conflict` is ``Conflict/keep`` and
+    ///   the key was in use.
+    /// - Throws: ``TimerError/keyInUse(_:)`` for ``Conflict/fail`` on a live key;
+    ///   ``TimerError/clockShutDown``.
+    @discardableResult
+    public func schedule(
+        _ key: Key, on schedule: CalendarSchedule, delivery: TimerDelivery? = nil, onConflict conflict: Conflict = .replace,
+        _ handler: @escaping @Sendable (Key, CalendarFire) -> Void
+    ) throws(TimerError) -> Bool {
+        let generation = try state.withLock { (state) throws(TimerError) -> UInt64? in
+            if state.slots[key] != nil {
+                switch conflict {
+                case .replace: break
+                case .keep: return nil
+                case .fail: throw .keyInUse(String(describing: key))
+                }
+            }
+            state.nextGeneration &+= 1
+            return state.nextGeneration
+        }
+        guard let generation else { return false }
+        let timer = try CalendarTimer.make(
+            schedule, clock: clock.kind == .virtual ? clock : .wall, delivery: delivery ?? self.delivery, suspended: true,
+            onEnd: { [weak self] in self?.forget(key, generation: generation) }
+        ) { _, fire in handler(key, fire) }
+        return try install(timer, under: key, generation: generation, conflict: conflict)
+    }
+
+    /// Puts a new entry's timer (made suspended) in the table and resumes it, unless a newer
+    /// schedule of the key has raced past it or `conflict` forbids it. Returns whether it did.
+    private func install(_ timer: any RegistryWork, under key: Key, generation: UInt64, conflict: Conflict) throws(TimerError) -> Bool {
+        let (installed, replaced) = state.withLock { state -> (Bool, (any RegistryWork)?) in
             let current = state.slots[key]
             if current != nil && conflict != .replace { return (false, nil) }
-            // A later schedule of the same key may have raced past this one: the newest wins.
             if let current, current.generation > generation { return (false, nil) }
             state.slots[key] = Slot(timer: timer, generation: generation)
             return (true, current?.timer)
@@ -195,6 +242,8 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
             return false
         }
         timer.resume()
+        // A calendar schedule that had already ended when its timer was made holds no key.
+        if !timer.isValid, timer is CalendarTimer { forget(key, generation: generation) }
         return true
     }
 
@@ -321,15 +370,20 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
 
     // MARK: Helpers
 
+    /// The timer under `key`, for the operations of a grid (a calendar entry has none: schedule it
+    /// again to change it).
     private func timer(for key: Key) throws(TimerError) -> ScheduledTimer {
-        guard let timer = state.withLock({ $0.slots[key]?.timer }) else { throw .keyNotFound(String(describing: key)) }
+        guard let work = state.withLock({ $0.slots[key]?.timer }) else { throw .keyNotFound(String(describing: key)) }
+        guard let timer = work as? ScheduledTimer else {
+            throw .invalidCalendarRule("the work under \(key) follows a calendar schedule: schedule it again to move it")
+        }
         return timer
     }
 
-    private func apply(to key: Key, _ body: (ScheduledTimer) -> Bool) -> Bool {
+    private func apply(to key: Key, _ body: (any RegistryWork) -> Bool) -> Bool {
         guard let timer = state.withLock({ $0.slots[key]?.timer }) else { return false }
         return body(timer)
     }
 
-    private func timers() -> [ScheduledTimer] { state.withLock { $0.slots.values.map(\.timer) } }
+    private func timers() -> [any RegistryWork] { state.withLock { $0.slots.values.map(\.timer) } }
 }

@@ -1,0 +1,235 @@
+import Foundation
+
+/// A timer that runs work at the occurrences of a ``CalendarSchedule``: "*/15 9-17 * * mon-fri"
+/// in Europe/Berlin, or every weekday at 09:30.
+///
+/// It follows the wall clock (C1): set forward past an occurrence, the run happens at once; set
+/// back, it waits until the clock reads the occurrence again. Each occurrence is a one-shot on
+/// the engine, armed when the run before it has returned, so runs never overlap (C14); an
+/// occurrence that came while a run was going, or while the machine slept, gets no run of its own
+/// — the next run stands for the latest and counts the others (``CalendarFire/skippedOccurrences``,
+/// C5). Like every timer it runs whether or not you keep the handle (C12), until it is invalidated
+/// or the schedule ends; it holds its handler only until then (C11: bind an owner with
+/// ``TimerHandler`` to hold it weakly).
+///
+/// ```swift
+/// let berlin = TimeZone(identifier: "Europe/Berlin")!
+/// let sync = try CalendarTimer.schedule(try CalendarSchedule(cron: "*/15 9-17 * * mon-fri", in: berlin)) { _, fire in
+///     print("sync for \(fire.occurrence)")
+/// }
+/// ```
+///
+/// On a virtual clock the clock's instants are read as nanoseconds since 1970, so calendar code is
+/// tested exactly (``TimerClock/virtual(start:)``-style clocks of `TimerKitTesting`).
+public final class CalendarTimer: Sendable {
+    /// The schedule it follows.
+    public let schedule: CalendarSchedule
+    /// The clock its occurrences are armed on: the wall clock, or a virtual one.
+    public let clock: TimerClock
+    let delivery: TimerDelivery
+    private let state: Locked<State>
+
+    struct State {
+        var handler: (@Sendable (CalendarTimer, CalendarFire) -> Void)?
+        /// Called once when the timer ends.
+        var onEnd: (@Sendable () -> Void)?
+        /// The one-shot of the next occurrence.
+        var pending: ScheduledTimer?
+        var nextOccurrence: Date?
+        var fireCount = 0
+        var isSuspended = false
+        /// Runs under way (an occurrence's and manual ones).
+        var running = 0
+    }
+
+    /// Starts a timer that runs `handler` at each occurrence of `schedule` after now.
+    ///
+    /// - Parameters:
+    ///   - schedule: The calendar schedule.
+    ///   - clock: The wall clock (the default), or a virtual clock for tests; a calendar follows
+    ///     dates, so the other clocks are refused.
+    ///   - delivery: Where the handler runs (C15); the engine thread by default.
+    ///   - handler: Called with the timer and the run.
+    /// - Throws: ``TimerError/clockMismatch(expected:got:)`` for a clock that is neither the wall
+    ///   clock nor virtual; ``TimerError/clockShutDown``.
+    @discardableResult
+    public static func schedule(
+        _ schedule: CalendarSchedule, clock: TimerClock = .wall, delivery: TimerDelivery = .engineThread,
+        _ handler: @escaping @Sendable (CalendarTimer, CalendarFire) -> Void
+    ) throws(TimerError) -> CalendarTimer {
+        try make(schedule, clock: clock, delivery: delivery, suspended: false, onEnd: nil, handler)
+    }
+
+    /// A timer, suspended if asked (a registry resumes it once it is in its table), calling
+    /// `onEnd` once when it ends — invalidated, or its schedule over.
+    static func make(
+        _ schedule: CalendarSchedule, clock: TimerClock, delivery: TimerDelivery, suspended: Bool, onEnd: (@Sendable () -> Void)?,
+        _ handler: @escaping @Sendable (CalendarTimer, CalendarFire) -> Void
+    ) throws(TimerError) -> CalendarTimer {
+        guard clock.kind == .wall || clock.kind == .virtual else { throw .clockMismatch(expected: .wall, got: clock.kind) }
+        let timer = CalendarTimer(schedule: schedule, clock: clock, delivery: delivery, handler: handler)
+        timer.state.withLock {
+            $0.isSuspended = suspended
+            $0.onEnd = onEnd
+        }
+        try timer.arm(after: timer.now())
+        return timer
+    }
+
+    /// Starts a timer whose handler is a ``TimerHandler``: bound to an owner held weakly (C11), on
+    /// the main actor (C15), or both. Once the owner is gone the timer ends at its next occurrence
+    /// without calling the handler.
+    @discardableResult
+    public static func schedule(
+        _ schedule: CalendarSchedule, clock: TimerClock = .wall, delivery: TimerDelivery? = nil, _ handler: TimerHandler<CalendarTimer, CalendarFire>
+    ) throws(TimerError) -> CalendarTimer {
+        try self.schedule(
+            schedule, clock: clock, delivery: try handler.delivery(delivery, otherwise: .engineThread), handler.closure(endingWith: { $0.invalidate() }))
+    }
+
+    private init(schedule: CalendarSchedule, clock: TimerClock, delivery: TimerDelivery, handler: @escaping @Sendable (CalendarTimer, CalendarFire) -> Void) {
+        self.schedule = schedule
+        self.clock = clock
+        self.delivery = delivery
+        self.state = Locked(State(handler: handler))
+    }
+
+    /// The clock's reading as a date (a virtual clock's nanoseconds count from 1970).
+    func now() -> Date { Date(timeIntervalSince1970: Double(clock.now.nanoseconds) / 1e9) }
+
+    /// The next occurrence it waits for; `nil` once it is invalid or the schedule has ended.
+    public var nextOccurrence: Date? { state.withLock { $0.handler == nil ? nil : $0.nextOccurrence } }
+
+    /// Whether it will run again: not invalidated, and the schedule has not ended.
+    public var isValid: Bool { state.withLock { $0.handler != nil } }
+
+    /// Runs so far (manual ones included).
+    public var fireCount: Int { state.withLock { $0.fireCount } }
+
+    /// Whether it is suspended.
+    public var isSuspended: Bool { state.withLock { $0.isSuspended } }
+
+    /// Whether a run is under way.
+    var isRunUnderWay: Bool { state.withLock { $0.running > 0 } }
+
+    /// Ends the timer (C8): once this returns no new run begins, and the handler is released.
+    public func invalidate() {
+        let (pending, onEnd) = state.withLock { state -> (ScheduledTimer?, (@Sendable () -> Void)?) in
+            state.handler = nil
+            state.nextOccurrence = nil
+            defer { (state.pending, state.onEnd) = (nil, nil) }
+            return (state.pending, state.onEnd)
+        }
+        pending?.invalidate()
+        onEnd?()
+    }
+
+    /// Holds the runs (C9): occurrences that come meanwhile are counted, and at ``resume()`` the
+    /// latest of them runs at once.
+    ///
+    /// - Returns: Whether this call suspended it.
+    @discardableResult
+    public func suspend() -> Bool {
+        let pending = state.withLock { state -> ScheduledTimer?? in
+            guard state.handler != nil, !state.isSuspended else { return .none }
+            state.isSuspended = true
+            return .some(state.pending)
+        }
+        guard case .some(let timer) = pending else { return false }
+        timer?.suspend()
+        return true
+    }
+
+    /// Resumes a suspended timer (C9): if occurrences came meanwhile, the latest runs at once.
+    ///
+    /// - Returns: Whether this call resumed it.
+    @discardableResult
+    public func resume() -> Bool {
+        let pending = state.withLock { state -> ScheduledTimer?? in
+            guard state.handler != nil, state.isSuspended else { return .none }
+            state.isSuspended = false
+            return .some(state.pending)
+        }
+        guard case .some(let timer) = pending else { return false }
+        timer?.resume()
+        return true
+    }
+
+    /// Runs the handler now, on the timer's delivery (C7); the next occurrence stays as it was.
+    ///
+    /// - Returns: Whether a run was requested: `false` once the timer is invalid.
+    @discardableResult
+    public func fire() -> Bool {
+        guard isValid else { return false }
+        do {
+            try ScheduledTimer.once(at: .now, clock: clock, delivery: delivery) { [self] _, _ in
+                let now = self.now()
+                run(CalendarFire(occurrence: now, firedAt: now, skippedOccurrences: 0, sequenceNumber: 0, isManual: true))
+            }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    // MARK: Occurrences
+
+    /// Arms the one-shot of the first occurrence after `date`; ends the timer if there is none.
+    private func arm(after date: Date) throws(TimerError) {
+        guard let next = schedule.nextOccurrence(after: date) else { return invalidate() }
+        let start: TimerStart =
+            clock.kind == .virtual ? .at(TimerInstant(kind: .virtual, nanoseconds: Int64((next.timeIntervalSince1970 * 1e9).rounded()))) : .date(next)
+        // Made suspended, installed, then resumed unless the timer is suspended: a suspend() or
+        // resume() meanwhile acts on the installed one-shot, or is seen here.
+        let timer = try ScheduledTimer.make(
+            interval: nil, first: start, tolerance: .zero, clock: clock, policy: .coalesce, delivery: delivery, suspended: true
+        ) { [self] _, _ in occurrenceCame(next) }
+        let resumes = state.withLock { state -> Bool? in
+            guard state.handler != nil else { return nil }
+            state.pending = timer
+            state.nextOccurrence = next
+            return !state.isSuspended
+        }
+        switch resumes {
+        case nil: timer.invalidate()
+        case true?: timer.resume()
+        case false?: break
+        }
+    }
+
+    /// The one-shot of `occurrence` fired: run for the latest occurrence that has come, counting
+    /// the others, then arm the next.
+    private func occurrenceCame(_ occurrence: Date) {
+        let now = self.now()
+        var latest = occurrence
+        var skipped = 0
+        // Bounded: a dense schedule after a long sleep counts up to a day's seconds one by one.
+        while skipped < 86_400, let next = schedule.nextOccurrence(after: latest), next <= now {
+            latest = next
+            skipped += 1
+        }
+        run(CalendarFire(occurrence: latest, firedAt: now, skippedOccurrences: skipped, sequenceNumber: 0, isManual: false))
+        do {
+            try arm(after: latest)
+        } catch {
+            invalidate()
+        }
+    }
+
+    /// Runs the handler once, unless the timer is invalid; numbers the run.
+    private func run(_ fire: CalendarFire) {
+        let decided = state.withLock { state -> ((@Sendable (CalendarTimer, CalendarFire) -> Void), Int)? in
+            guard let handler = state.handler else { return nil }
+            state.fireCount += 1
+            state.running += 1
+            return (handler, state.fireCount)
+        }
+        guard let (handler, number) = decided else { return }
+        handler(
+            self,
+            CalendarFire(
+                occurrence: fire.occurrence, firedAt: fire.firedAt, skippedOccurrences: fire.skippedOccurrences, sequenceNumber: number,
+                isManual: fire.isManual))
+        state.withLock { $0.running -= 1 }
+    }
+}

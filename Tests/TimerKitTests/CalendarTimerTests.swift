@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import TimerKitTesting
+
+@testable import TimerKit
+
+/// Calendar timers and a registry's calendar entries, exactly, on a virtual clock whose instants
+/// are read as nanoseconds since 1970.
+@Suite("Calendar timers")
+struct CalendarTimerTests {
+    /// 2026-11-25T00:00:00Z, a Wednesday.
+    static let start = Duration.seconds(1_795_564_800)
+    static let utc = TimeZone(identifier: "UTC")!
+
+    static func seconds(_ date: Date) -> Int { Int(date.timeIntervalSince1970) - 1_795_564_800 }
+
+    @Test("C2, C12: a calendar timer runs at each occurrence of its cron schedule, exactly, numbered; it runs without its handle being kept", .checksLeaks)
+    func runsAtOccurrences() throws {
+        let virtual = VirtualClock(start: Self.start)
+        let runs = Locked<[CalendarFire]>([])
+        let schedule = try CalendarSchedule(cron: "*/15 9-17 * * mon-fri", in: Self.utc)
+        watchForLeaks(
+            try CalendarTimer.schedule(schedule, clock: virtual.clock) { _, fire in runs.withLock { $0.append(fire) } })
+        virtual.advance(by: .seconds(9 * 3600))
+        virtual.advance(by: .seconds(15 * 60))
+        virtual.advance(by: .seconds(15 * 60))
+        let fires = runs.withLock { $0 }
+        #expect(fires.map { Self.seconds($0.occurrence) } == [32_400, 33_300, 34_200])
+        #expect(fires.map(\.lateness) == [.zero, .zero, .zero])
+        #expect(fires.map(\.sequenceNumber) == [1, 2, 3])
+        #expect(fires.allSatisfy { $0.skippedOccurrences == 0 && !$0.isManual })
+        // It runs on without the handle; ends, and lets go, when invalidated.
+        let timer = try CalendarTimer.schedule(schedule, clock: virtual.clock) { _, _ in }
+        #expect(timer.nextOccurrence.map(Self.seconds) == 35_100)
+        timer.invalidate()
+        #expect(!timer.isValid && timer.nextOccurrence == nil)
+        virtual.advance(by: .seconds(3600))
+        #expect(runs.withLock { $0.count } == 7)
+    }
+
+    @Test("C5: occurrences missed while a handler ran or the timer was suspended run once, for the latest, counting the others; resume runs it at once (C9)")
+    func missedOccurrencesCoalesce() throws {
+        let virtual = VirtualClock(start: Self.start)
+        let runs = Locked<[CalendarFire]>([])
+        let timer = try CalendarTimer.schedule(try CalendarSchedule(cron: "* * * * *", in: Self.utc), clock: virtual.clock) { _, fire in
+            runs.withLock { $0.append(fire) }
+        }
+        #expect(timer.suspend())
+        #expect(!timer.suspend(), "already suspended")
+        virtual.advance(by: .seconds(5 * 60 + 30))
+        #expect(runs.withLock { $0 }.isEmpty)
+        #expect(timer.resume())
+        virtual.advance(by: .zero)
+        let fire = try #require(runs.withLock { $0.first })
+        #expect(Self.seconds(fire.occurrence) == 300 && fire.skippedOccurrences == 4 && fire.lateness == .seconds(30))
+        virtual.advance(by: .seconds(30))
+        #expect(runs.withLock { $0.map { Self.seconds($0.occurrence) } } == [300, 360])
+        timer.invalidate()
+    }
+
+    @Test("C7: fire() runs the handler now as a manual run and keeps the next occurrence; a bounded schedule ends the timer after its last occurrence")
+    func manualFireAndEnd() throws {
+        let virtual = VirtualClock(start: Self.start)
+        let runs = Locked<[CalendarFire]>([])
+        let hourly = try CalendarSchedule(cron: "0 * * * *", in: Self.utc).bounded(until: Date(timeIntervalSince1970: 1_795_564_800 + 7200))
+        let timer = try CalendarTimer.schedule(hourly, clock: virtual.clock) { _, fire in runs.withLock { $0.append(fire) } }
+        #expect(timer.fire())
+        virtual.advance(by: .zero)
+        #expect(runs.withLock { $0.map(\.isManual) } == [true])
+        #expect(timer.nextOccurrence.map(Self.seconds) == 3600)
+        virtual.advance(by: .seconds(3 * 3600))
+        #expect(runs.withLock { $0.map { Self.seconds($0.occurrence) } } == [0, 3600])
+        #expect(!timer.isValid, "the schedule ended at 02:00")
+        #expect(!timer.fire())
+    }
+
+    @Test("C11: a calendar timer bound to an owner never keeps it alive, and ends at its next occurrence once the owner is gone", .checksLeaks)
+    func boundOwner() throws {
+        final class Owner: Sendable {}
+        let virtual = VirtualClock(start: Self.start)
+        var owner: Owner? = Owner()
+        watchForLeaks(owner)
+        let runs = Locked(0)
+        let timer = try CalendarTimer.schedule(
+            try CalendarSchedule(cron: "0 * * * *", in: Self.utc), clock: virtual.clock,
+            .bound(to: owner!) { _, _, _ in
+                runs.withLock { $0 += 1 }
+            })
+        virtual.advance(by: .seconds(3600))
+        owner = nil
+        virtual.advance(by: .seconds(3600))
+        #expect(runs.withLock { $0 } == 1)
+        #expect(!timer.isValid)
+    }
+
+    @Test("C17: a calendar timer on a clock that does not follow dates is refused")
+    func monotonicClockRefused() throws {
+        #expect(throws: TimerError.clockMismatch(expected: .wall, got: .continuous)) {
+            try CalendarTimer.schedule(try CalendarSchedule(cron: "0 * * * *", in: Self.utc), clock: .continuous) { _, _ in }
+        }
+    }
+
+    @Test(
+        "A registry runs calendar work under a key: entries show its next occurrence; cancel, suspend and resume act on it; the key is free when the schedule ends"
+    )
+    func registryCalendarEntries() throws {
+        let virtual = VirtualClock(start: Self.start)
+        let registry = TimerRegistry<String>(clock: virtual.clock)
+        let runs = Locked<[String]>([])
+        let daily = try CalendarSchedule(cron: "30 9 * * *", in: Self.utc)
+        #expect(try registry.schedule("digest", on: daily) { key, fire in runs.withLock { $0.append("\(key)@\(Self.seconds(fire.occurrence))") } })
+        #expect(try !registry.schedule("digest", on: daily, onConflict: .keep) { _, _ in })
+        #expect(throws: TimerError.keyInUse("digest")) { try registry.schedule("digest", on: daily, onConflict: .fail) { _, _ in } }
+        let entry = try #require(registry.entry("digest"))
+        #expect(entry.nextDeadline?.nanoseconds == (1_795_564_800 + 34_200) * 1_000_000_000 && entry.interval == nil && entry.fireCount == 0)
+        virtual.advance(by: .seconds(34_200))
+        #expect(runs.withLock { $0 } == ["digest@34200"])
+        #expect(registry.suspend("digest"))
+        virtual.advance(by: .seconds(86_400))
+        #expect(runs.withLock { $0.count } == 1)
+        #expect(registry.resume("digest"))
+        virtual.advance(by: .zero)
+        #expect(runs.withLock { $0 } == ["digest@34200", "digest@120600"])
+        #expect(throws: TimerError.self) { try registry.reschedule("digest", at: .now) }
+        #expect(registry.cancel("digest") == .cancelled)
+        virtual.advance(by: .seconds(86_400))
+        #expect(runs.withLock { $0.count } == 2)
+        // A bounded schedule frees its key once it has ended; one that has ended already takes none.
+        let once = try daily.bounded(until: Date(timeIntervalSince1970: 1_795_564_800 + 4 * 86_400))
+        try registry.schedule("once", on: once) { key, _ in runs.withLock { $0.append(key) } }
+        #expect(registry.contains("once"))
+        virtual.advance(by: .seconds(86_400))
+        #expect(runs.withLock { $0.last } == "once")
+        #expect(!registry.contains("once"))
+        try registry.schedule("over", on: once) { _, _ in }
+        #expect(!registry.contains("over"))
+    }
+}
