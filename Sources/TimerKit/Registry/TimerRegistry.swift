@@ -154,18 +154,7 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         let delivery = try handler.delivery(delivery, otherwise: self.delivery)
         // Decide under the lock whether the key may be taken, and reserve a generation; make the
         // timer outside it (it takes its shard's lock), suspended until it is in the table.
-        let generation = try state.withLock { (state) throws(TimerError) -> UInt64? in
-            if state.slots[key] != nil {
-                switch conflict {
-                case .replace: break
-                case .keep: return nil
-                case .fail: throw .keyInUse(String(describing: key))
-                }
-            }
-            state.nextGeneration &+= 1
-            return state.nextGeneration
-        }
-        guard let generation else { return false }
+        guard let generation = try reserveGeneration(for: key, conflict) else { return false }
         let isOneShot = interval == nil
         let timer = try ScheduledTimer.make(
             interval: interval, first: start, tolerance: tolerance, clock: clock, policy: missedDeadlines,
@@ -206,7 +195,18 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         _ key: Key, on schedule: CalendarSchedule, delivery: TimerDelivery? = nil, onConflict conflict: Conflict = .replace,
         _ handler: @escaping @Sendable (Key, CalendarFire) -> Void
     ) throws(TimerError) -> Bool {
-        let generation = try state.withLock { (state) throws(TimerError) -> UInt64? in
+        guard let generation = try reserveGeneration(for: key, conflict) else { return false }
+        let ended: @Sendable () -> Void = { [weak self] in self?.forget(key, generation: generation) }
+        let timer = try CalendarTimer.make(
+            schedule, clock: clock.kind == .virtual ? clock : .wall, delivery: delivery ?? self.delivery, suspended: true, onEnd: ended
+        ) { _, fire in handler(key, fire) }
+        return try install(timer, under: key, generation: generation, conflict: conflict)
+    }
+
+    /// Decides under the lock whether `key` may be taken, and reserves a generation for the new
+    /// entry; `nil` when the key is in use and `conflict` keeps it.
+    private func reserveGeneration(for key: Key, _ conflict: Conflict) throws(TimerError) -> UInt64? {
+        try state.withLock { (state) throws(TimerError) -> UInt64? in
             if state.slots[key] != nil {
                 switch conflict {
                 case .replace: break
@@ -217,12 +217,6 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
             state.nextGeneration &+= 1
             return state.nextGeneration
         }
-        guard let generation else { return false }
-        let timer = try CalendarTimer.make(
-            schedule, clock: clock.kind == .virtual ? clock : .wall, delivery: delivery ?? self.delivery, suspended: true,
-            onEnd: { [weak self] in self?.forget(key, generation: generation) }
-        ) { _, fire in handler(key, fire) }
-        return try install(timer, under: key, generation: generation, conflict: conflict)
     }
 
     /// Puts a new entry's timer (made suspended) in the table and resumes it, unless a newer
