@@ -129,29 +129,22 @@ public final class CalendarTimer: Sendable {
     ///
     /// - Returns: Whether this call suspended it.
     @discardableResult
-    public func suspend() -> Bool {
-        let pending = state.withLock { state -> ScheduledTimer?? in
-            guard state.handler != nil, !state.isSuspended else { return .none }
-            state.isSuspended = true
-            return .some(state.pending)
-        }
-        guard case .some(let timer) = pending else { return false }
-        timer?.suspend()
-        return true
-    }
+    public func suspend() -> Bool { setSuspended(true) }
 
     /// Resumes a suspended timer (C9): if occurrences came meanwhile, the latest runs at once.
     ///
     /// - Returns: Whether this call resumed it.
     @discardableResult
-    public func resume() -> Bool {
+    public func resume() -> Bool { setSuspended(false) }
+
+    private func setSuspended(_ suspended: Bool) -> Bool {
         let pending = state.withLock { state -> ScheduledTimer?? in
-            guard state.handler != nil, state.isSuspended else { return .none }
-            state.isSuspended = false
+            guard state.handler != nil, state.isSuspended != suspended else { return .none }
+            state.isSuspended = suspended
             return .some(state.pending)
         }
         guard case .some(let timer) = pending else { return false }
-        timer?.resume()
+        if suspended { timer?.suspend() } else { timer?.resume() }
         return true
     }
 
