@@ -19,8 +19,8 @@ import Foundation
 /// }
 /// ```
 ///
-/// On a virtual clock the clock's instants are read as nanoseconds since 1970, so calendar code is
-/// tested exactly (``TimerClock/virtual(start:)``-style clocks of `TimerKitTesting`).
+/// On a virtual clock (`TimerKitTesting`'s `VirtualClock`) the clock's instants are read as
+/// nanoseconds since 1970, so calendar code is tested exactly.
 public final class CalendarTimer: Sendable {
     /// The schedule it follows.
     public let schedule: CalendarSchedule
