@@ -18,7 +18,9 @@ extension CalendarSchedule {
     /// (`mon..fri 09:00`); then, separated by `;`, `from DATE`, `until DATE` (ISO 8601 in UTC,
     /// `2027-01-01T00:00:00Z`), `jitter Nms` and `seed N` — the form `description` writes.
     ///
-    /// - Parameter timeZone: The zone of an expression without `CRON_TZ=`.
+    /// - Parameters:
+    ///   - text: The schedule's text.
+    ///   - timeZone: The zone of an expression without `CRON_TZ=`.
     /// - Throws: ``TimerError/invalidCalendarRule(_:)``, naming what could not be read.
     public init(parsing text: String, in timeZone: TimeZone = .current) throws(TimerError) {
         try self.init(parsing: text, in: timeZone, knownZoneRequired: true)
