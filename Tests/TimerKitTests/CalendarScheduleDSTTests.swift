@@ -74,6 +74,17 @@ struct CalendarScheduleDSTTests {
         #expect(try readings("30 1 * * *", in: zone, from: "2026-11-01 01:10 -05:00", count: 1) == ["2026-11-02 01:30 -05:00"])
     }
 
+    @Test("New York: a search that starts just after the gap still finds the skipped times' shifted instants; several skipped times each shift")
+    func newYorkFromJustAfterTheGap() throws {
+        let zone = "America/New_York"
+        #expect(try readings("30 2 * * *", in: zone, from: "2026-03-08 03:10 -04:00", count: 2) == ["2026-03-08 03:30 -04:00", "2026-03-09 02:30 -04:00"])
+        #expect(
+            try readings("*/15 2 * * *", in: zone, from: "2026-03-08 00:00 -05:00", count: 5) == [
+                "2026-03-08 03:00 -04:00", "2026-03-08 03:15 -04:00", "2026-03-08 03:30 -04:00", "2026-03-08 03:45 -04:00", "2026-03-09 02:00 -04:00"
+            ])
+        #expect(try readings("*/20 */2 * * *", in: zone, from: "2026-03-08 03:00 -04:00", count: 2) == ["2026-03-08 03:20 -04:00", "2026-03-08 03:40 -04:00"])
+    }
+
     // MARK: Berlin: 2026-03-29 02:00 → 03:00; 2026-10-25 03:00 → 02:00
 
     @Test("Berlin: hourly follows elapsed time across both changes; a fixed 02:30 runs at 03:30 in spring and once, in summer time, in autumn")

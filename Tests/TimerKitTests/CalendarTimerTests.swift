@@ -58,6 +58,25 @@ struct CalendarTimerTests {
         timer.invalidate()
     }
 
+    @Test("C5: after five days suspended, a schedule of every second runs once, for the latest occurrence, counting up to 10,000 skipped")
+    func longSleepCoalesces() throws {
+        let virtual = VirtualClock(start: Self.start)
+        let runs = Locked<[CalendarFire]>([])
+        let timer = try CalendarTimer.schedule(try CalendarSchedule(cron: "* * * * * *", in: Self.utc), clock: virtual.clock) { _, fire in
+            runs.withLock { $0.append(fire) }
+        }
+        timer.suspend()
+        virtual.advance(by: .seconds(5 * 86_400))
+        timer.resume()
+        virtual.advance(by: .zero)
+        let fires = runs.withLock { $0 }
+        #expect(fires.count == 1)
+        #expect(fires.first.map { Self.seconds($0.occurrence) } == 5 * 86_400 && fires.first?.skippedOccurrences == 10_000)
+        virtual.advance(by: .seconds(1))
+        #expect(runs.withLock { $0.count } == 2)
+        timer.invalidate()
+    }
+
     @Test("C7: fire() runs the handler now as a manual run and keeps the next occurrence; a bounded schedule ends the timer after its last occurrence")
     func manualFireAndEnd() throws {
         let virtual = VirtualClock(start: Self.start)
@@ -132,7 +151,11 @@ struct CalendarTimerTests {
         virtual.advance(by: .seconds(86_400))
         #expect(runs.withLock { $0.last } == "once")
         #expect(!registry.contains("once"))
-        try registry.schedule("over", on: once) { _, _ in }
+        #expect(try !registry.schedule("over", on: once) { _, _ in })
         #expect(!registry.contains("over"))
+        // An ended schedule replaces nothing.
+        try registry.schedule("live", on: daily) { _, _ in }
+        #expect(try !registry.schedule("live", on: once) { _, _ in })
+        #expect(registry.contains("live"))
     }
 }

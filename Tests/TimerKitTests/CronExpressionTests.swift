@@ -32,7 +32,8 @@ struct CronExpressionTests {
             ("@yearly", "0 0 1 1 *"), ("@annually", "0 0 1 1 *"), ("@monthly", "0 0 1 * *"), ("@weekly", "0 0 * * 0"),
             ("@daily", "0 0 * * *"), ("@midnight", "0 0 * * *"), ("@hourly", "0 * * * *"),
             ("0 0 L * *", "0 0 L * *"), ("0 0 LW * *", "0 0 LW * *"), ("0 0 15w * *", "0 0 15W * *"),
-            ("0 0 * * 5l", "0 0 * * 5L"), ("0 0 * * fri#2,mon#1", "0 0 * * 1#1,5#2"), ("0 0 1,L * 5L", "0 0 1,L * 5L")
+            ("0 0 * * 5l", "0 0 * * 5L"), ("0 0 * * fri#2,mon#1", "0 0 * * 1#1,5#2"), ("0 0 1,L * 5L", "0 0 1,L * 5L"),
+            ("*/75 0-7/10 * * *", "0 0 * * *"), ("0 0 * * 0-0", "0 0 * * 0"), ("0 0 1 * sun-sun", "0 0 1 * 0")
         ]
         for (text, canonical) in cases {
             let expression = try CronExpression(text)
@@ -112,6 +113,9 @@ struct CronExpressionTests {
             ("* * * foo *", "month field, 'foo': 'foo' is not a number or a name (jan–dec)"),
             ("*/0 * * * *", "minute field, '*/0': a step must be at least 1"),
             ("*/x * * * *", "minute field, '*/x': the step 'x' is not a number"),
+            ("*/+5 * * * *", "minute field, '*/+5': the step '+5' is not a number"),
+            ("99999999999999999999 * * * *", "minute field, '99999999999999999999': 99999999999999999999 is not in 0–59"),
+            ("* * * * 1#+2", "day-of-week field, '1#+2': '#' takes the weekday's ordinal in the month, 1 to 5"),
             ("5-1 * * * *", "minute field, '5-1': the range runs backwards (5 is after 1)"),
             ("1,,2 * * * *", "minute field, '1,,2': an empty item at position 2 of the list"),
             ("? * * * *", "minute field, '?': '?' stands for '*' in a day field only"),
@@ -201,6 +205,25 @@ struct CronExpressionTests {
         #expect(try CalendarSchedule(parsing: jittered.description).occurrences(after: start, count: 48) == first)
         // A search from inside an occurrence's jitter window finds that occurrence, not the next.
         #expect(jittered.nextOccurrence(after: first[5].addingTimeInterval(-0.001)) == first[5])
+    }
+
+    @Test(
+        "C17: a stored calendar rule out of range does not decode (never a trap later); bounds outside the years 1–9999 and dates beyond any calendar are refused or have no occurrence"
+    )
+    func damagedValues() throws {
+        let damaged = #"{"hour":1,"minute":0,"second":0,"weekdays":[-9223372036854775808],"timeZoneIdentifier":"UTC"}"#
+        #expect(throws: DecodingError.self) { try JSONDecoder().decode(CalendarRule.self, from: Data(damaged.utf8)) }
+        let rule = try CalendarRule.weekly(on: [2, 6], at: 9, 30, in: TimeZone(identifier: "Europe/Berlin")!)
+        #expect(try JSONDecoder().decode(CalendarRule.self, from: JSONEncoder().encode(rule)) == rule)
+        let hourly = try CalendarSchedule(cron: "0 * * * *", in: TimeZone(identifier: "UTC")!)
+        #expect(throws: TimerError.self) { try hourly.bounded(from: Date(timeIntervalSince1970: 3e11)) }
+        #expect(hourly.nextOccurrence(after: Date(timeIntervalSince1970: .nan)) == nil)
+        #expect(hourly.nextOccurrence(after: Date(timeIntervalSince1970: 1e300)) == nil)
+        #expect(hourly.nextOccurrence(after: .distantPast) != nil && hourly.nextOccurrence(after: .distantFuture) != nil)
+        // Bounds given one at a time add up.
+        let start = Date(timeIntervalSince1970: 1_800_000_000)
+        let both = try hourly.bounded(from: start).bounded(until: start.addingTimeInterval(86_400))
+        #expect(both.start == start && both.end == start.addingTimeInterval(86_400))
     }
 
     @Test("C17: a stored schedule whose zone this system does not know reads back and has no occurrences; typed text with it is refused")

@@ -42,6 +42,10 @@ public struct CalendarRule: Sendable, Hashable, Codable, CustomStringConvertible
     }
 
     private init(hour: Int, minute: Int, second: Int, weekdays: Set<Int>?, timeZone: TimeZone) throws(TimerError) {
+        try self.init(hour: hour, minute: minute, second: second, weekdays: weekdays, timeZoneIdentifier: timeZone.identifier)
+    }
+
+    private init(hour: Int, minute: Int, second: Int, weekdays: Set<Int>?, timeZoneIdentifier: String) throws(TimerError) {
         guard (0..<24).contains(hour) else { throw .invalidCalendarRule("hour \(hour) is not in 0–23") }
         guard (0..<60).contains(minute) else { throw .invalidCalendarRule("minute \(minute) is not in 0–59") }
         guard (0..<60).contains(second) else { throw .invalidCalendarRule("second \(second) is not in 0–59") }
@@ -53,7 +57,7 @@ public struct CalendarRule: Sendable, Hashable, Codable, CustomStringConvertible
         self.minute = minute
         self.second = second
         self.weekdays = weekdays
-        self.timeZoneIdentifier = timeZone.identifier
+        self.timeZoneIdentifier = timeZoneIdentifier
     }
 
     /// The rule's zone, or `nil` if this system does not know its identifier (a rule stored by a
@@ -74,6 +78,25 @@ public struct CalendarRule: Sendable, Hashable, Codable, CustomStringConvertible
 }
 
 extension CalendarRule {
+    private enum CodingKeys: String, CodingKey {
+        case hour, minute, second, weekdays, timeZoneIdentifier
+    }
+
+    /// Decodes a rule, checking its fields as the factories do: a stored rule out of range is a
+    /// decoding error, never a trap later.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        let zone = try container.decode(String.self, forKey: .timeZoneIdentifier)
+        do {
+            self = try CalendarRule(
+                hour: try container.decode(Int.self, forKey: .hour), minute: try container.decode(Int.self, forKey: .minute),
+                second: try container.decode(Int.self, forKey: .second), weekdays: try container.decodeIfPresent(Set<Int>.self, forKey: .weekdays),
+                timeZoneIdentifier: zone)
+        } catch let error as TimerError {
+            throw DecodingError.dataCorruptedError(forKey: .hour, in: container, debugDescription: error.description)
+        }
+    }
+
     /// Reads a rule from text, as systemd's `OnCalendar` writes days and times: days, then a time.
     ///
     /// - The time: `HH:MM` or `HH:MM:SS`, 24-hour.

@@ -4,7 +4,8 @@ extension CalendarSchedule {
     /// The first occurrence strictly after `date` (with its jitter), or `nil` if there is none —
     /// the schedule has ended, or its zone is unknown here.
     public func nextOccurrence(after date: Date) -> Date? {
-        guard let zone = timeZone else { return nil }
+        // Dates beyond ±3 million years (and NaN) have no occurrence here rather than a trap.
+        guard let zone = timeZone, abs(date.timeIntervalSince1970) < 1e14 else { return nil }
         let offsets = ZoneOffsets(zone)
         let after = Int64(date.timeIntervalSince1970.rounded(.down))
         guard jitterMilliseconds > 0 else {
@@ -30,6 +31,37 @@ extension CalendarSchedule {
             current = next
         }
         return dates
+    }
+
+    /// The latest occurrence after `occurrence` and at or before `now` (or `occurrence` itself if
+    /// none), and how many there are: counted one by one up to `limit`; past it, the latest is
+    /// found by searching back from `now`, and the count stays at `limit` (at least that many).
+    package func catchUp(from occurrence: Date, to now: Date, countingUpTo limit: Int = 10_000) -> (latest: Date, skipped: Int) {
+        var latest = occurrence
+        var skipped = 0
+        while let next = nextOccurrence(after: latest), next <= now {
+            guard skipped < limit else { return (lastOccurrence(atOrBefore: now, after: latest, limit: limit), skipped) }
+            latest = next
+            skipped += 1
+        }
+        return (latest, skipped)
+    }
+
+    /// The last occurrence at or before `now` and after `floor`, searched back from `now` in
+    /// doubling windows (`floor` if none is found).
+    private func lastOccurrence(atOrBefore now: Date, after floor: Date, limit: Int) -> Date {
+        var window = 1.0
+        while window < now.timeIntervalSince(floor) * 2 {
+            if var last = nextOccurrence(after: max(floor, now.addingTimeInterval(-window))), last <= now {
+                for _ in 0..<limit {
+                    guard let next = nextOccurrence(after: last), next <= now else { break }
+                    last = next
+                }
+                return last
+            }
+            window *= 2
+        }
+        return floor
     }
 
     /// The delay jitter adds to the occurrence at `second`: a SplitMix64 draw of the seed and the
@@ -60,10 +92,12 @@ extension CalendarSchedule {
     /// earliest instant after `after` wins. The search stops once no later reading can give an
     /// earlier instant: at once, away from a change.
     static func nextInstant(of expression: CronExpression, after: Int64, offsets: ZoneOffsets) -> Int64? {
-        let nowOffset = offsets.offset(at: after)
-        let laterOffset = offsets.offset(at: after + 86_400)
-        var largestOffset = Int64(max(nowOffset, laterOffset))
-        var reading = CivilTime(localSeconds: after + Int64(min(nowOffset, laterOffset)))
+        // The offsets a day either side: the search starts at the earliest reading, so that it
+        // sees readings a fall-back change repeats after `after`, and readings a spring-forward
+        // change skipped just before `after` whose shifted instants are still to come.
+        let around = [offsets.offset(at: after - 86_400), offsets.offset(at: after), offsets.offset(at: after + 86_400)]
+        var largestOffset = Int64(around.max()!)
+        var reading = CivilTime(localSeconds: after + Int64(around.min()!))
         var best: Int64?
         // A bound on the readings looked at, far above what a change needs.
         for _ in 0..<10_000 {

@@ -111,13 +111,22 @@ public struct CalendarSchedule: Sendable, Hashable, CustomStringConvertible {
     /// The largest delay added to an occurrence; zero for none.
     public var jitter: Duration { .milliseconds(jitterMilliseconds) }
 
-    /// The schedule with occurrences only at or after `start` and before `end` (`nil`: no bound).
-    /// Bounds are kept to the second: occurrences fall on whole seconds.
+    /// The schedule with occurrences only at or after `start` and before `end`; a bound not given
+    /// stays as it was. Bounds are kept to the second (occurrences fall on whole seconds) and
+    /// apply to occurrences before their jitter.
     ///
-    /// - Throws: ``TimerError/invalidCalendarRule(_:)`` if `end` is not after `start`.
+    /// - Throws: ``TimerError/invalidCalendarRule(_:)`` if `end` is not after `start`, or a bound
+    ///   lies outside the years 1–9999.
     public func bounded(from start: Date? = nil, until end: Date? = nil) throws(TimerError) -> CalendarSchedule {
-        let startSecond = start.map { Int64(($0.timeIntervalSince1970).rounded(.up)) }
-        let endSecond = end.map { Int64(($0.timeIntervalSince1970).rounded(.up)) }
+        func second(_ date: Date) throws(TimerError) -> Int64 {
+            // 0001-01-01 to 9999-12-31: what the text form writes.
+            guard (-62_135_596_800.0...253_402_300_799.0).contains(date.timeIntervalSince1970) else {
+                throw .invalidCalendarRule("a schedule's bounds must lie in the years 1 to 9999, got \(date)")
+            }
+            return Int64(date.timeIntervalSince1970.rounded(.up))
+        }
+        let startSecond = try start.map { (date) throws(TimerError) in try second(date) } ?? self.startSecond
+        let endSecond = try end.map { (date) throws(TimerError) in try second(date) } ?? self.endSecond
         if let startSecond, let endSecond, endSecond <= startSecond {
             throw .invalidCalendarRule("a schedule's end must come after its start")
         }

@@ -38,8 +38,12 @@ public final class CalendarTimer: Sendable {
         var nextOccurrence: Date?
         var fireCount = 0
         var isSuspended = false
-        /// Runs under way (an occurrence's and manual ones).
-        var running = 0
+        /// Counts changes of `isSuspended` and `pending`: the one-shot's suspension is brought in
+        /// line with `isSuspended` until no change came meanwhile.
+        var version: UInt64 = 0
+        /// Whether a run is under way: runs never overlap (C14); one asked for meanwhile waits here.
+        var running = false
+        var waiting: [CalendarFire] = []
     }
 
     /// Starts a timer that runs `handler` at each occurrence of `schedule` after now.
@@ -110,18 +114,18 @@ public final class CalendarTimer: Sendable {
     public var isSuspended: Bool { state.withLock { $0.isSuspended } }
 
     /// Whether a run is under way.
-    var isRunUnderWay: Bool { state.withLock { $0.running > 0 } }
+    var isRunUnderWay: Bool { state.withLock { $0.running } }
 
     /// Ends the timer (C8): once this returns no new run begins, and the handler is released.
     public func invalidate() {
-        let (pending, onEnd) = state.withLock { state -> (ScheduledTimer?, (@Sendable () -> Void)?) in
-            state.handler = nil
-            state.nextOccurrence = nil
-            defer { (state.pending, state.onEnd) = (nil, nil) }
-            return (state.pending, state.onEnd)
+        // The handler is released outside the lock: what it holds may call back in as it goes.
+        let (pending, onEnd, handler) = state.withLock { state in
+            defer { (state.pending, state.onEnd, state.handler, state.nextOccurrence) = (nil, nil, nil, nil) }
+            return (state.pending, state.onEnd, state.handler)
         }
         pending?.invalidate()
         onEnd?()
+        withExtendedLifetime(handler) {}
     }
 
     /// Holds the runs (C9): occurrences that come meanwhile are counted, and at ``resume()`` the
@@ -138,17 +142,28 @@ public final class CalendarTimer: Sendable {
     public func resume() -> Bool { setSuspended(false) }
 
     private func setSuspended(_ suspended: Bool) -> Bool {
-        let pending = state.withLock { state -> ScheduledTimer?? in
-            guard state.handler != nil, state.isSuspended != suspended else { return .none }
+        let changed = state.withLock { state -> Bool in
+            guard state.handler != nil, state.isSuspended != suspended else { return false }
             state.isSuspended = suspended
-            return .some(state.pending)
+            state.version &+= 1
+            return true
         }
-        guard case .some(let timer) = pending else { return false }
-        if suspended { timer?.suspend() } else { timer?.resume() }
-        return true
+        if changed { applySuspension() }
+        return changed
     }
 
-    /// Runs the handler now, on the timer's delivery (C7); the next occurrence stays as it was.
+    /// Suspends or resumes the pending one-shot as the state says, again if a change came while
+    /// it did: concurrent suspend(), resume() and arming end with the one-shot as the state.
+    private func applySuspension() {
+        while true {
+            let (timer, suspended, version) = state.withLock { ($0.pending, $0.isSuspended, $0.version) }
+            if suspended { timer?.suspend() } else { timer?.resume() }
+            if state.withLock({ $0.version == version }) { return }
+        }
+    }
+
+    /// Runs the handler now, on the timer's delivery, soon after this returns (C7); the next
+    /// occurrence stays as it was. If a run is under way, this one follows it (C14).
     ///
     /// - Returns: Whether a run was requested: `false` once the timer is invalid.
     @discardableResult
@@ -157,7 +172,7 @@ public final class CalendarTimer: Sendable {
         do {
             try ScheduledTimer.once(at: .now, clock: clock, delivery: delivery) { [self] _, _ in
                 let now = self.now()
-                run(CalendarFire(occurrence: now, firedAt: now, skippedOccurrences: 0, sequenceNumber: 0, isManual: true))
+                _ = run(CalendarFire(occurrence: now, firedAt: now, skippedOccurrences: 0, sequenceNumber: 0, isManual: true))
             }
             return true
         } catch {
@@ -170,59 +185,90 @@ public final class CalendarTimer: Sendable {
     /// Arms the one-shot of the first occurrence after `date`; ends the timer if there is none.
     private func arm(after date: Date) throws(TimerError) {
         guard let next = schedule.nextOccurrence(after: date) else { return invalidate() }
+        try arm(next)
+    }
+
+    /// Arms the one-shot of `occurrence` (made suspended, installed, then brought in line with the
+    /// timer's suspension).
+    private func arm(_ occurrence: Date) throws(TimerError) {
         let start: TimerStart =
-            clock.kind == .virtual ? .at(TimerInstant(kind: .virtual, nanoseconds: Int64((next.timeIntervalSince1970 * 1e9).rounded()))) : .date(next)
-        // Made suspended, installed, then resumed unless the timer is suspended: a suspend() or
-        // resume() meanwhile acts on the installed one-shot, or is seen here.
+            clock.kind == .virtual ? .at(TimerInstant(kind: .virtual, nanoseconds: TimerInstant(occurrence).nanoseconds)) : .date(occurrence)
         let timer = try ScheduledTimer.make(
             interval: nil, first: start, tolerance: .zero, clock: clock, policy: .coalesce, delivery: delivery, suspended: true
-        ) { [self] _, _ in occurrenceCame(next) }
-        let resumes = state.withLock { state -> Bool? in
-            guard state.handler != nil else { return nil }
+        ) { [self] _, _ in occurrenceCame(occurrence) }
+        let installed = state.withLock { state -> Bool in
+            guard state.handler != nil else { return false }
             state.pending = timer
-            state.nextOccurrence = next
-            return !state.isSuspended
+            state.nextOccurrence = occurrence
+            state.version &+= 1
+            return true
         }
-        switch resumes {
-        case nil: timer.invalidate()
-        case true?: timer.resume()
-        case false?: break
-        }
+        guard installed else { return timer.invalidate() }
+        applySuspension()
     }
 
     /// The one-shot of `occurrence` fired: run for the latest occurrence that has come, counting
-    /// the others, then arm the next.
+    /// the others, then arm the next. Suspended meanwhile, the occurrence waits for resume().
     private func occurrenceCame(_ occurrence: Date) {
         let now = self.now()
-        var latest = occurrence
-        var skipped = 0
-        // Bounded: a dense schedule after a long sleep counts up to a day's seconds one by one.
-        while skipped < 86_400, let next = schedule.nextOccurrence(after: latest), next <= now {
-            latest = next
-            skipped += 1
-        }
-        run(CalendarFire(occurrence: latest, firedAt: now, skippedOccurrences: skipped, sequenceNumber: 0, isManual: false))
+        let (latest, skipped) = schedule.catchUp(from: occurrence, to: now)
+        let fire = CalendarFire(occurrence: latest, firedAt: now, skippedOccurrences: skipped, sequenceNumber: 0, isManual: false)
         do {
-            try arm(after: latest)
+            switch run(fire) {
+            case .suspended: try arm(occurrence)
+            case .ended: return
+            case .ran: try arm(after: latest)
+            }
         } catch {
             invalidate()
         }
     }
 
-    /// Runs the handler once, unless the timer is invalid; numbers the run.
-    private func run(_ fire: CalendarFire) {
-        let decided = state.withLock { state -> ((@Sendable (CalendarTimer, CalendarFire) -> Void), Int)? in
-            guard let handler = state.handler else { return nil }
+    enum RunOutcome { case ran, suspended, ended }
+
+    /// Runs the handler for `fire`, numbered, unless the timer is invalid, or suspended (for an
+    /// occurrence's run). A run asked for while one is under way follows it, on the thread of the
+    /// run under way (C14).
+    private func run(_ fire: CalendarFire) -> RunOutcome {
+        typealias Handler = @Sendable (CalendarTimer, CalendarFire) -> Void
+        var next = state.withLock { state -> Result<(Handler, CalendarFire), RunOutcomeError> in
+            guard let handler = state.handler else { return .failure(.ended) }
+            if !fire.isManual && state.isSuspended { return .failure(.suspended) }
+            if state.running {
+                state.waiting.append(fire)
+                return .failure(.waiting)
+            }
+            state.running = true
             state.fireCount += 1
-            state.running += 1
-            return (handler, state.fireCount)
+            return .success((handler, fire.numbered(state.fireCount)))
         }
-        guard let (handler, number) = decided else { return }
-        handler(
-            self,
-            CalendarFire(
-                occurrence: fire.occurrence, firedAt: fire.firedAt, skippedOccurrences: fire.skippedOccurrences, sequenceNumber: number,
-                isManual: fire.isManual))
-        state.withLock { $0.running -= 1 }
+        switch next {
+        case .failure(.ended): return .ended
+        case .failure(.suspended): return .suspended
+        case .failure(.waiting): return .ran
+        case .success: break
+        }
+        while case .success(let (handler, numbered)) = next {
+            handler(self, numbered)
+            next = state.withLock { state in
+                guard let handler = state.handler, !state.waiting.isEmpty else {
+                    state.running = false
+                    state.waiting = []
+                    return .failure(.ended)
+                }
+                state.fireCount += 1
+                return .success((handler, state.waiting.removeFirst().numbered(state.fireCount)))
+            }
+        }
+        return .ran
+    }
+
+    enum RunOutcomeError: Error { case ended, suspended, waiting }
+}
+
+extension CalendarFire {
+    func numbered(_ sequenceNumber: Int) -> CalendarFire {
+        CalendarFire(
+            occurrence: occurrence, firedAt: firedAt, skippedOccurrences: skippedOccurrences, sequenceNumber: sequenceNumber, isManual: isManual)
     }
 }

@@ -26,8 +26,10 @@
 /// - `5L` in the day of week is the month's last Friday; `1#2` its second Monday (`#1` to `#5`).
 ///
 /// **Both day fields restricted**: when neither the day of month nor the day of week is `*` (or
-/// `?`, or a list of every value), a day matches if *either* field matches — Vixie cron's rule,
-/// which every cron since follows: `0 0 1,15 * 1` runs on the 1st, the 15th and every Monday.
+/// `?`, or a list of every value), a day matches if *either* field matches — Vixie cron's rule:
+/// `0 0 1,15 * 1` runs on the 1st, the 15th and every Monday. A field counts as restricted by
+/// what it matches, as croniter reads it: `*/2` is restricted and `1-31` is not (Vixie cron looks
+/// at the text instead: there a field starting with `*` is unrestricted, `1-31` restricted).
 ///
 /// An expression names no zone: a ``CalendarSchedule`` puts it in one, and decides what it means
 /// on the days the clocks change.

@@ -82,7 +82,9 @@ struct CronParser {
         var step = 1
         if parts.count == 2 {
             // A step past the range's end is allowed (as in cron): `*/75` is just the first value.
-            guard let value = Int(parts[1]), parts[1].allSatisfy(\.isASCII) else { throw fail(field, item, "the step '\(parts[1])' is not a number") }
+            guard !parts[1].isEmpty, parts[1].allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(parts[1]) else {
+                throw fail(field, item, "the step '\(parts[1])' is not a number")
+            }
             guard value >= 1 else { throw fail(field, item, "a step must be at least 1") }
             step = value
         }
@@ -97,7 +99,7 @@ struct CronParser {
             if ends.count == 2 {
                 high = try value(ends[1], field, in: item)
                 // Sunday ends a weekday range as 7: sat-sun is 6-7.
-                if field.name == Self.dayOfWeek.name, high == 0 { high = 7 }
+                if field.name == Self.dayOfWeek.name, high == 0, low > 0 { high = 7 }
                 guard low <= high else { throw fail(field, item, "the range runs backwards (\(low) is after \(high))") }
             } else {
                 // `a/s` runs from a to the field's end (Saturday, 6, for weekdays).
@@ -115,12 +117,12 @@ struct CronParser {
     /// A number or a name in the field's range.
     func value(_ text: Substring, _ field: Field, in item: Substring) throws(TimerError) -> Int {
         if let index = field.names.firstIndex(of: String(text)) { return index + field.firstNameValue }
-        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int(text) else {
+        guard !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) else {
             let names = field.names.isEmpty ? "" : " or a name (\(field.names.first!)–\(field.names.last!))"
             throw fail(field, item, "'\(text)' is not a number\(names)")
         }
-        guard field.range.contains(value) else {
-            throw fail(field, item, "\(value) is not in \(field.range.lowerBound)–\(field.range.upperBound)")
+        guard let value = Int(text), field.range.contains(value) else {
+            throw fail(field, item, "\(text) is not in \(field.range.lowerBound)–\(field.range.upperBound)")
         }
         return value
     }
@@ -154,7 +156,7 @@ struct CronParser {
             if let hash = item.firstIndex(of: "#") {
                 let weekday = try value(item[..<hash], field, in: item) % 7
                 let ordinal = item[item.index(after: hash)...]
-                guard let nth = Int(ordinal), ordinal.allSatisfy(\.isASCII), (1...5).contains(nth) else {
+                guard ordinal.allSatisfy({ $0.isASCII && $0.isNumber }), let nth = Int(ordinal), (1...5).contains(nth) else {
                     throw fail(field, item, "'#' takes the weekday's ordinal in the month, 1 to 5")
                 }
                 result.nth |= 1 << (weekday * 5 + nth - 1)

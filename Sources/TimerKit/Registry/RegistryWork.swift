@@ -18,7 +18,7 @@ extension ScheduledTimer: RegistryWork {}
 extension CalendarTimer: RegistryWork {
     /// The next occurrence as an instant of the timer's clock.
     var nextDeadline: TimerInstant? {
-        nextOccurrence.map { TimerInstant(kind: clock.kind, nanoseconds: Int64(($0.timeIntervalSince1970 * 1e9).rounded())) }
+        nextOccurrence.map { TimerInstant(kind: clock.kind, nanoseconds: TimerInstant($0).nanoseconds) }
     }
 
     var interval: Duration? { nil }

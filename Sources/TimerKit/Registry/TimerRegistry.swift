@@ -187,7 +187,7 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
     /// ```
     ///
     /// - Returns: `true` if the work was scheduled; `false` if `conflict` is ``Conflict/keep`` and
-    ///   the key was in use.
+    ///   the key was in use, or the schedule has no occurrence left (the key is left as it was).
     /// - Throws: ``TimerError/keyInUse(_:)`` for ``Conflict/fail`` on a live key;
     ///   ``TimerError/clockShutDown``.
     @discardableResult
@@ -195,6 +195,9 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
         _ key: Key, on schedule: CalendarSchedule, delivery: TimerDelivery? = nil, onConflict conflict: Conflict = .replace,
         _ handler: @escaping @Sendable (Key, CalendarFire) -> Void
     ) throws(TimerError) -> Bool {
+        // A schedule that has ended takes no key, and replaces nothing.
+        let now = clock.kind == .virtual ? Date(timeIntervalSince1970: Double(clock.now.nanoseconds) / 1e9) : Date()
+        guard schedule.nextOccurrence(after: now) != nil else { return false }
         guard let generation = try reserveGeneration(for: key, conflict) else { return false }
         let ended: @Sendable () -> Void = { [weak self] in self?.forget(key, generation: generation) }
         let timer = try CalendarTimer.make(
@@ -236,7 +239,7 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
             return false
         }
         timer.resume()
-        // A calendar schedule that had already ended when its timer was made holds no key.
+        // A calendar schedule that ended while its timer was being made holds no key.
         if !timer.isValid, timer is CalendarTimer { forget(key, generation: generation) }
         return true
     }
@@ -316,7 +319,9 @@ public final class TimerRegistry<Key: Hashable & Sendable>: @unchecked Sendable 
 
     /// Runs the work under `key` now (C7): a one-shot then ends, a repeating one keeps its grid.
     /// Who runs it and when follows ``ScheduledTimer/fire()`` exactly: with engine-thread delivery
-    /// on the calling thread before this returns, unless a run is decided or under way.
+    /// on the calling thread before this returns, unless a run is decided or under way. A calendar
+    /// entry's run follows ``CalendarTimer/fire()``: on its delivery, soon after, never overlapping
+    /// a run under way; its next occurrence stays.
     ///
     /// - Returns: Whether a run was requested: `false` if nothing is under `key` (or its one-shot
     ///   began its run a moment ago).

@@ -29,7 +29,14 @@ struct EveryCommand: ParsableCommand {
             exist on a daylight-saving day runs once, shifted by the gap; one that happens twice runs \
             once, the first time. Occurrences that pass while a run is still going are skipped.
 
-            --cron takes a cron expression: minute hour day-of-month month day-of-week, with lists,             ranges, steps and names (*/15 9-17 * * mon-fri), an optional leading seconds field,             @hourly/@daily/@weekly/@monthly/@yearly, L (last day; 5L the last Friday), 15W (the             weekday nearest the 15th), 1#2 (the second Monday), and CRON_TZ=Zone in front for             another zone. With both day fields restricted either one matching is enough, as in cron.             A schedule that runs every hour follows elapsed time across a daylight-saving change             (no run twice at once, no two-hour gap). --dry-run lists the next --count runs (5 by             default) from now or from --from, to check a rule across next spring's change.
+            --cron takes a cron expression: minute hour day-of-month month day-of-week, with \
+            lists, ranges, steps and names (*/15 9-17 * * mon-fri), an optional leading seconds \
+            field, @hourly/@daily/@weekly/@monthly/@yearly, L (last day; 5L the last Friday), 15W \
+            (the weekday nearest the 15th), 1#2 (the second Monday), and CRON_TZ=Zone in front for \
+            another zone. With both day fields restricted either one matching is enough, as in \
+            cron. A schedule that runs every hour follows elapsed time across a daylight-saving \
+            change (no run twice at once, no two-hour gap). --dry-run lists the next --count runs \
+            (5 by default) from now or from --from, to check a rule across next spring's change.
 
             Examples: timerkit every 200ms --count 10 -- date +%T
                       timerkit every --on "mon..fri 09:00" -- notify-send "Stand-up"
@@ -127,13 +134,17 @@ struct EveryCommand: ParsableCommand {
         return rule.description
     }
 
-    /// Where `--dry-run` starts listing: `--from`, or now.
-    func dryRunStart() throws -> Date {
-        guard var text = from?.trimmingWhitespace else { return Date() }
+    /// Where `--dry-run` starts listing: `--from` (a date, in the past too, read in `zone` — the
+    /// schedule's), or now.
+    func dryRunStart(in zone: TimeZone = .current) throws -> Date {
+        guard var text = from.map({ String($0.trimmingWhitespace) }) else { return Date() }
         // A bare date is its midnight.
         if text.count == 10, text.dropFirst(4).first == "-" { text += "T00:00" }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = zone
+        if let date = TimeText.isoDate(text, calendar: calendar) { return date }
         do {
-            return try TimeText.resolve(String(text), now: Date()).date
+            return try TimeText.resolve(text, now: Date(), calendar: calendar).date
         } catch {
             throw ValidationError("--from: \(error)")
         }
@@ -152,8 +163,9 @@ struct EveryCommand: ParsableCommand {
         }
         if from != nil {
             guard dryRun else { throw ValidationError("--from is for --dry-run: it lists the runs from that date") }
-            _ = try dryRunStart()
+            _ = try dryRunStart(in: try calendarSchedule()?.timeZone ?? .current)
         }
+        if dryRun, let count, count > 10_000 { throw ValidationError("--dry-run lists at most 10,000 runs, got --count \(count)") }
         if let count, count < 1 { throw ValidationError("--count must be at least 1, got \(count)") }
         // As a percentage, more than 100 % is refused; as a duration, more than the interval is too.
         if case .duration(let duration) = tolerance, let interval, duration > interval {
@@ -216,7 +228,7 @@ struct EveryCommand: ParsableCommand {
     /// offset on the schedule's wall clock.
     private func printDryRun(occurrencesOf schedule: CalendarSchedule) throws {
         var occurrences: [Date] = []
-        var after = try dryRunStart()
+        var after = try dryRunStart(in: schedule.timeZone ?? .current)
         let end = limit.map { after.addingTimeInterval(Double(DurationText.wholeNanoseconds($0)) / 1e9) }
         while occurrences.count < dryRunCount, let next = schedule.nextOccurrence(after: after), end.map({ next < $0 }) ?? true {
             occurrences.append(next)

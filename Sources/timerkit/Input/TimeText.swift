@@ -112,7 +112,7 @@ struct TimeText: Equatable {
         return TimeText(date: try timeOfDay(parts, text: text, daysAhead: 1, now: now, calendar: calendar), movedToTomorrow: true)
     }
 
-    private static func isoDate(_ text: String, calendar: Calendar) -> Date? {
+    static func isoDate(_ text: String, calendar: Calendar) -> Date? {
         // With an offset or Z: the standard form, with or without fractional seconds.
         for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds]] {
             let formatter = ISO8601DateFormatter()

@@ -132,12 +132,7 @@ final class EveryRun: Sendable {
     /// the next one is armed.
     private func armNext(of rule: CalendarSchedule, after deadline: Int64) {
         let now = Date()
-        var skipped = 0
-        var occurrence = Date(timeIntervalSince1970: Double(deadline) / 1e9)
-        while let next = rule.nextOccurrence(after: occurrence), next <= now {
-            skipped += 1
-            occurrence = next
-        }
+        let (occurrence, skipped) = rule.catchUp(from: Date(timeIntervalSince1970: Double(deadline) / 1e9), to: now)
         let stillRunning = state.withLock { state -> Bool in
             state.summary.skipped += skipped
             return state.ending == nil
