@@ -129,7 +129,8 @@ public final class CalendarTimer: Sendable {
     }
 
     /// Holds the runs (C9): occurrences that come meanwhile are counted, and at ``resume()`` the
-    /// latest of them runs at once.
+    /// latest of them runs at once. A suspended timer waits for `resume()` whether or not its
+    /// handle is kept: keep the handle of a timer you suspend, or invalidate it.
     ///
     /// - Returns: Whether this call suspended it.
     @discardableResult
