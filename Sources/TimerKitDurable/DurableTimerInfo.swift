@@ -32,6 +32,11 @@ public struct DurableTimerInfo: Sendable, Hashable {
     public let rule: CalendarRule?
     /// The calendar schedule, if it follows one: a cron expression's, or a calendar rule's.
     public let schedule: CalendarSchedule?
+    /// The runner holding it (its claim's token: the instance's name and a claim number), if
+    /// one has claimed it; see ``leaseUntil``.
+    public let owner: String?
+    /// When the holder's lease ends: until then no other runner claims it.
+    public let leaseUntil: Date?
     /// The misfire policy.
     public let misfire: MisfirePolicy
     /// How many fires have completed.

@@ -146,6 +146,22 @@ public final class DurableTimers: Sendable {
         try await store.records(namespace: namespace, after: nil, limit: max(limit, 0)).map(info)
     }
 
+    /// A page of the namespace's timers that `query` matches, in key order; its ``DurableTimerPage/next``
+    /// starts the next page. Statuses are decided on the runner's clock at the time of the call.
+    ///
+    /// - Throws: ``DurableTimerError/invalidDate(_:)`` for a date outside the range of dates; the
+    ///   store's errors.
+    public func timers(matching query: DurableTimerQuery) async throws(DurableTimerError) -> DurableTimerPage {
+        let limit = min(max(query.limit, 1), 10_000)
+        let filter = DurableTimerFilter(
+            statuses: query.statuses, handler: query.handler, keyPrefix: query.keyPrefix,
+            dueFrom: try query.dueFrom.map { (date) throws(DurableTimerError) in try DurableLimits.nanoseconds(of: date) },
+            dueBefore: try query.dueBefore.map { (date) throws(DurableTimerError) in try DurableLimits.nanoseconds(of: date) })
+        let records = try await store.query(namespace: namespace, filter, now: now(), afterKey: query.after?.key, limit: limit)
+        let next = records.count == limit ? records.last.map { DurableTimerQuery.Cursor(after: $0.key) } : nil
+        return DurableTimerPage(timers: records.map(info), next: next)
+    }
+
     /// The timers whose handler is not registered with this runner: they wait, untouched, until it
     /// is (a renamed handler, or a runner that has not registered it yet).
     public func orphans(limit: Int = 1_000) async throws(DurableTimerError) -> [DurableTimerInfo] {
@@ -225,7 +241,8 @@ public final class DurableTimers: Sendable {
             } else { .scheduled }
         return DurableTimerInfo(
             key: record.key, handler: record.handler, nextDeadline: Date(nanosecondsSince1970: record.due), readyAt: Date(nanosecondsSince1970: record.readyAt),
-            interval: interval, rule: rule, schedule: record.recurrence.calendarSchedule, misfire: record.misfire, fireCount: record.fireCount,
+            interval: interval, rule: rule, schedule: record.recurrence.calendarSchedule, owner: record.owner,
+            leaseUntil: record.leaseUntil.map { Date(nanosecondsSince1970: $0) }, misfire: record.misfire, fireCount: record.fireCount,
             attempts: record.attempts, lastError: record.lastError,
             state: state)
     }

@@ -89,6 +89,11 @@ package protocol DurableTimerStore: Sendable {
     /// The namespace's timers whose handler is not one of `handlers`, at most `limit`.
     func orphans(namespace: String, handlers: [String], limit: Int) async throws(DurableTimerError) -> [DurableTimerRecord]
 
+    /// The namespace's timers that `filter` matches at `now`, in key order, after `afterKey`, at
+    /// most `limit`.
+    func query(namespace: String, _ filter: DurableTimerFilter, now: Int64, afterKey: String?, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+
     /// How many timers the namespace holds.
     func count(namespace: String) async throws(DurableTimerError) -> Int
 

@@ -351,6 +351,23 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
+    func query(namespace: String, _ filter: DurableTimerFilter, now: Int64, afterKey: String?, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+    {
+        let (conditions, values) = filter.whereClause(namespace: namespace, now: now, afterKey: afterKey, dialect: .sqlite)
+        var arguments = StatementArguments()
+        for value in values {
+            switch value {
+            case .text(let text): _ = arguments.append(contentsOf: [text])
+            case .integer(let integer): _ = arguments.append(contentsOf: [integer])
+            }
+        }
+        _ = arguments.append(contentsOf: [limit])
+        return try await read { db in
+            try db.rows("SELECT * FROM timerkit_timers WHERE \(conditions) ORDER BY key LIMIT ?\(values.count + 1)", arguments).map { Self.record($0) }
+        }
+    }
+
     func ready(namespace: String, by: Int64, handlers: [String], after cursor: DurableTimerCursor?, limit: Int) async throws(DurableTimerError)
         -> [DurableReadyTimer]
     {

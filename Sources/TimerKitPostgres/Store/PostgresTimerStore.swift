@@ -567,6 +567,24 @@ final class PostgresTimerStore: DurableTimerStore {
             """)
     }
 
+    func query(namespace: String, _ filter: DurableTimerFilter, now: Int64, afterKey: String?, limit: Int) async throws(DurableTimerError)
+        -> [DurableTimerRecord]
+    {
+        let (conditions, values) = filter.whereClause(namespace: namespace, now: now, afterKey: afterKey, dialect: .postgres)
+        var bindings = PostgresBindings(capacity: values.count + 1)
+        for value in values {
+            switch value {
+            case .text(let text): bindings.append(text)
+            case .integer(let integer): bindings.append(integer)
+            }
+        }
+        bindings.append(Int64(limit))
+        return try await fetchAll(
+            PostgresQuery(
+                unsafeSQL: "SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key LIMIT $\(values.count + 1)",
+                binds: bindings))
+    }
+
     func count(namespace: String) async throws(DurableTimerError) -> Int {
         try await call { connection, logger in
             let rows = try await connection.query("SELECT count(*) FROM timerkit_timers WHERE namespace = \(namespace)", logger: logger)
