@@ -75,6 +75,8 @@ extension RunnerStateMachine {
         var next: DurableTimerOutcome
         /// Why its task was cancelled, if it was.
         var cancellation: Cancellation?
+        /// When its handler was started (the claim's time; store time): the history's start.
+        var startedAt: Int64 = 0
     }
 
     /// The end of a run being written.

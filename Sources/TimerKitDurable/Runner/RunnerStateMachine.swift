@@ -476,6 +476,7 @@ struct RunnerStateMachine: Sendable {
             return actions
         }
         run.next = plan.next
+        run.startedAt = now
         occurrences[key]!.phase = .running(run)
         held.insert(key)
         return [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))] + armRenewal()
@@ -520,7 +521,7 @@ struct RunnerStateMachine: Sendable {
             case .retry(_, let error): .retrying(attempt: run.attempt, error: error)
             case .park(let error): .parked(error: error)
             }
-        let entry = run.entry(key, started: now.addingSaturating(-duration.saturatingNanoseconds), ended: now, outcome: outcome)
+        let entry = run.entry(key, started: run.startedAt, ended: max(now, run.startedAt), outcome: outcome)
         return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: ended))]
             + complete(key, run, Completion(outcome: outcome, run: entry))
     }
