@@ -300,3 +300,57 @@ struct DurableOperatingTests {
         await store.close()
     }
 }
+
+/// Per-handler policies given at `register`: each handler's own retries beside the runner's.
+@Suite("Durable timers: per-handler retry policies")
+struct DurableHandlerPolicyTests {
+    @Test(
+        "A handler's own retry policy replaces the runner's: one parks after its single attempt, another waits 10, 20, 40 s between attempts and parks after its fourth, beside a handler on the runner's defaults",
+        arguments: StoreKind.allCases)
+    func retryPolicies(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.maxAttempts = 2 })
+        struct Failed: Error {}
+        try await timers.register("strict", payload: Note.self, retry: DurableRetryPolicy(maxAttempts: 1)) { _, _ in throw Failed() }
+        try await timers.register(
+            "patient", payload: Note.self, retry: DurableRetryPolicy(maxAttempts: 4, delay: .seconds(10), maxDelay: .seconds(3_600))
+        ) { _, _ in throw Failed() }
+        try await timers.register("default", payload: Note.self) { _, _ in throw Failed() }
+        await timers.start()
+        for handler in ["strict", "patient", "default"] {
+            try await timers.schedule(key: handler, at: at(1), handler: handler, payload: Note(text: handler))
+        }
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "strict")?.state == .failed }, "parked after its only attempt")
+        #expect(try await eventually { try await timers.timer(key: "patient")?.lastError != nil })
+        #expect(try await timers.timer(key: "patient")?.readyAt == at(11))
+        #expect(try await eventually { try await timers.timer(key: "default")?.readyAt == at(2) }, "the runner's retryDelay: 1 s")
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "default")?.state == .failed }, "the runner's maxAttempts: 2")
+        // "patient": attempts at 1, 11, 31 and 71; the clock moves on once each failure is written.
+        await virtual.advance(by: .seconds(9))
+        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(31) }, "attempt 2 failed at 11: 20 s")
+        await virtual.advance(by: .seconds(20))
+        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(71) }, "attempt 3 failed at 31: 40 s")
+        await virtual.advance(by: .seconds(40))
+        #expect(try await eventually { try await timers.timer(key: "patient")?.state == .failed }, "parked after its fourth attempt")
+        #expect(try await timers.history(key: "patient").map(\.attempt) == [4, 3, 2, 1])
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test(
+        "A retry policy's jitter spreads keys that failed together, within the share it allows, and gives the same wait for the same key and attempt everywhere"
+    )
+    func jitter() {
+        let policy = RunnerStateMachine.Retry(maxAttempts: 5, delay: 10_000_000_000, maxDelay: 100_000_000_000, jitterPermille: 500)
+        let waits = (0..<200).map { policy.delay(after: 1, key: StoredKey("order/\($0)")) }
+        #expect(waits.allSatisfy { (5_000_000_000...15_000_000_000).contains($0) })
+        #expect(Set(waits).count > 150, "spread, not one instant")
+        #expect(waits == (0..<200).map { policy.delay(after: 1, key: StoredKey("order/\($0)")) }, "the same for the same key and attempt")
+        let none = RunnerStateMachine.Retry(maxAttempts: 5, delay: 10_000_000_000, maxDelay: 25_000_000_000, jitterPermille: 0)
+        #expect((1...4).map { none.delay(after: $0, key: StoredKey("a")) } == [10_000_000_000, 20_000_000_000, 25_000_000_000, 25_000_000_000])
+    }
+}
