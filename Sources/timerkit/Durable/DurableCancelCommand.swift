@@ -8,7 +8,7 @@ struct DurableCancelCommand: DurableSubcommand {
         abstract: "Remove timers: they will not run (a running handler's task is cancelled).",
         usage: """
             timerkit durable cancel [<options>] <key> ...
-            timerkit durable cancel [<options>] --status <status> --handler <name> ... [--yes]
+            timerkit durable cancel [<options>] <filter> ... [--yes]
             """,
         discussion: """
             With a filter instead of keys, every timer it matches is removed: at a terminal the \

@@ -1,15 +1,19 @@
 import Foundation
 
 /// A date for `--due-before` and `--due-after`, past or future: ISO 8601 (`2026-11-23T20:00`,
-/// local time unless it has an offset, or `…Z`), a day (`2026-11-23`, its local midnight), `now`,
+/// local time unless it has an offset, or `…Z`), a day (`2026-11-23`, its local midnight;
+/// `yesterday`, `today`, `tomorrow` the same), `now`,
 /// `+1h` (from now), `1h ago`, or what `at` takes (`tomorrow 9am`, `09:30`).
 enum DurableDateText {
-    static let help = "a date: 2026-11-23T20:00 (ISO 8601, local unless it has an offset), 2026-11-23, now, +1h or 1h ago"
+    static let help = "a date: 2026-11-23T20:00 (ISO 8601, local unless it has an offset), 2026-11-23, today, now, +1h or 1h ago"
 
     static func date(_ text: String, now: Date = Date(), calendar: Calendar = .current) throws(UsageError) -> Date {
         let trimmed = String(text.trimmingWhitespace)
         let lowered = trimmed.lowercased()
         if lowered == "now" { return now }
+        for (word, days) in [("yesterday", -1), ("today", 0), ("tomorrow", 1)] where lowered == word {
+            return calendar.date(byAdding: .day, value: days, to: calendar.startOfDay(for: now)) ?? now
+        }
         if lowered.hasPrefix("+") {
             return now.addingTimeInterval(Double(try DurationText.nanoseconds(String(lowered.dropFirst()))) / 1e9)
         }

@@ -7,6 +7,10 @@ struct DurableListCommand: DurableSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "ls",
         abstract: "List stored timers, a page at a time, in key order.",
+        usage: """
+            timerkit durable ls [--db <database>] [--namespace <name>] [<filter> ...]
+            [--limit <n>] [--after <cursor>] [--all] [--json]
+            """,
         discussion: """
             A table: key, handler, status, next deadline (local time), attempts and the last \
             error (cut to the terminal's width). When there are more, the last line gives the \

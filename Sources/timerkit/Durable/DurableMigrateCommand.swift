@@ -10,6 +10,7 @@ struct DurableMigrateCommand: DurableSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "migrate",
         abstract: "Bring the database's schema to this build's version (the only command that changes it).",
+        usage: "timerkit durable migrate [--db <database>] [--timeout <duration>]",
         discussion: """
             A deploy step: run it with a role that may create tables, then start the runners with \
             SchemaUpgrade.verifyOnly. It creates a SQLite file (and the tables of an empty \

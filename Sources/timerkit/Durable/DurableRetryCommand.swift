@@ -8,7 +8,7 @@ struct DurableRetryCommand: DurableSubcommand {
         abstract: "Schedule parked timers again at their occurrence, their attempts cleared.",
         usage: """
             timerkit durable retry [<options>] <key> ...
-            timerkit durable retry [<options>] --status parked --handler <name> ... [--yes]
+            timerkit durable retry [<options>] <filter> ... [--yes]
             """,
         discussion: """
             A parked timer failed as often as its runner allows; retry makes it due again (now, if \

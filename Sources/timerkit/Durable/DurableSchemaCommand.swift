@@ -10,6 +10,7 @@ struct DurableSchemaCommand: DurableSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "schema",
         abstract: "Show the database's schema version against this build's, or the SQL that migrates PostgreSQL.",
+        usage: "timerkit durable schema [--db <database>] [--sql [--from <version>]]",
         discussion: """
             Changes nothing. Exits 0 when the database is at this build's version, 1 when it is \
             older (or empty): `timerkit durable migrate` brings it up, and 69 when it is newer \

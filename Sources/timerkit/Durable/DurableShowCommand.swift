@@ -7,6 +7,7 @@ struct DurableShowCommand: DurableSubcommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Show every field of one stored timer.",
+        usage: "timerkit durable show [--db <database>] [<options>] <key> [--json]",
         discussion: """
             Exits 1 when no timer is stored under the key. --json prints one JSON object, with \
             the fields `ls --json` gives each timer.
