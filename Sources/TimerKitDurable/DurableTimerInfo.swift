@@ -16,6 +16,9 @@ public struct DurableTimerInfo: Sendable, Hashable {
         case failed
         /// No handler of its name is registered with this runner: it waits, untouched.
         case orphaned
+        /// Paused by ``DurableTimers/pause(key:)``, ``DurableTimers/pause(handler:)`` or
+        /// ``DurableTimers/pauseNamespace()``: no instance claims it until it is resumed.
+        case paused
     }
 
     /// The key within the namespace.
@@ -47,4 +50,7 @@ public struct DurableTimerInfo: Sendable, Hashable {
     public let lastError: String?
     /// Where it stands.
     public let state: State
+    /// Its last recorded run (``DurableTimers/history(key:limit:)``): filled in by
+    /// ``DurableTimers/timer(key:)`` and ``DurableTimers/why(key:)``, `nil` in lists.
+    public internal(set) var lastRun: DurableTimerRun?
 }

@@ -27,6 +27,8 @@ public struct DurableTimerQuery: Sendable, Hashable {
         case retrying
         /// Parked with its error (``DurableTimerInfo/State/failed``) until retried or cancelled.
         case parked
+        /// Paused (by key, by handler or for the namespace) until resumed.
+        case paused
     }
 
     /// Only timers in one of these statuses; empty for all.
@@ -39,6 +41,10 @@ public struct DurableTimerQuery: Sendable, Hashable {
     public var dueFrom: Date?
     /// Only timers whose next deadline is before this date.
     public var dueBefore: Date?
+    /// Only repeating timers (an interval, a calendar rule or schedule) whose current occurrence
+    /// came more than this long ago and has not succeeded yet: late ones, whether they wait for a
+    /// runner, retry, are parked or paused.
+    public var lateBy: Duration?
     /// The most timers on a page: 1 to 10,000 (a limit outside is taken as the nearest).
     public var limit: Int
     /// Where the page starts: after the timer a previous page ended with (``DurableTimerPage/next``).
@@ -47,13 +53,14 @@ public struct DurableTimerQuery: Sendable, Hashable {
     /// A query; with no arguments, the first 100 timers of every status.
     public init(
         statuses: Set<Status> = [], handler: String? = nil, keyPrefix: String? = nil, dueFrom: Date? = nil, dueBefore: Date? = nil,
-        limit: Int = 100, after: Cursor? = nil
+        lateBy: Duration? = nil, limit: Int = 100, after: Cursor? = nil
     ) {
         self.statuses = statuses
         self.handler = handler
         self.keyPrefix = keyPrefix
         self.dueFrom = dueFrom
         self.dueBefore = dueBefore
+        self.lateBy = lateBy
         self.limit = limit
         self.after = after
     }

@@ -48,6 +48,9 @@ extension DurableTimers {
         public var busyTimeout: Duration = .seconds(5)
         /// How durable each write is. ``Durability/full`` by default.
         public var durability: Durability = .full
+        /// What the run history keeps (``DurableTimers/history(key:limit:)``): the last 10 runs of
+        /// each timer for 7 days by default; ``History/off`` records none.
+        public var history = History()
         /// Whether opening the database may bring its schema up to this build's version.
         /// ``SchemaUpgrade/automatic`` by default.
         public var schemaUpgrade: SchemaUpgrade = .automatic
@@ -70,5 +73,31 @@ extension DurableTimers {
 
         /// The defaults.
         public init() {}
+    }
+}
+
+extension DurableTimers {
+    /// What the run history keeps: each run's start, end, outcome, lateness, instance and error,
+    /// written in the same transaction as the run's end.
+    ///
+    /// On by default, with a small default: "did it fire, when, how late" is the question asked
+    /// after something went wrong, when it is too late to turn recording on. One row per run, pruned
+    /// per timer as it is written (a one-shot leaves one row, a repeating timer its last
+    /// ``runsPerTimer``) and by age in short batches at each load of the horizon. Its cost is
+    /// measured in BENCHMARKS.md ("Run history").
+    public struct History: Sendable, Hashable {
+        /// The most runs kept per timer; 0 records none.
+        public var runsPerTimer: Int
+        /// How long a run is kept after it ended.
+        public var maxAge: Duration
+
+        /// Keeps the last `runsPerTimer` runs of each timer for `maxAge`.
+        public init(runsPerTimer: Int = 10, maxAge: Duration = .seconds(7 * 86_400)) {
+            self.runsPerTimer = max(runsPerTimer, 0)
+            self.maxAge = maxAge
+        }
+
+        /// Records no runs.
+        public static let off = History(runsPerTimer: 0)
     }
 }

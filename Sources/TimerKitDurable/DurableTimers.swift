@@ -49,6 +49,10 @@ public final class DurableTimers: Sendable {
     let store: any DurableTimerStore
     /// This runner's id: its claims' tokens are `owner/n`.
     let owner = UUID().uuidString
+
+    /// This runner's id, as ``DurableInstance/id``, ``DurableTimerRun/instance`` and the first part
+    /// of ``DurableTimerInfo/owner`` name it.
+    public var instance: String { owner }
     let runner: Runner
 
     /// Opens (or creates) the SQLite file at `path` and makes a runner for the timers of
@@ -135,10 +139,11 @@ public final class DurableTimers: Sendable {
 
     // MARK: Inspecting
 
-    /// The timer under `key`, or `nil`.
+    /// The timer under `key`, with its last recorded run, or `nil`.
     public func timer(key: String) async throws(DurableTimerError) -> DurableTimerInfo? {
-        guard DurableLimits.isValid(key: key) else { return nil }
-        return try await store.record(namespace: namespace, key: key).map(info)
+        guard DurableLimits.isValid(key: key), var timer = try await store.record(namespace: namespace, key: key).map(info) else { return nil }
+        timer.lastRun = try await store.history(namespace: namespace, key: key, limit: 1).first
+        return timer
     }
 
     /// The namespace's timers in the order they come due, at most `limit`.
@@ -153,11 +158,13 @@ public final class DurableTimers: Sendable {
     ///   store's errors.
     public func timers(matching query: DurableTimerQuery) async throws(DurableTimerError) -> DurableTimerPage {
         let limit = min(max(query.limit, 1), 10_000)
-        let filter = DurableTimerFilter(
+        var filter = DurableTimerFilter(
             statuses: query.statuses, handler: query.handler, keyPrefix: query.keyPrefix,
             dueFrom: try query.dueFrom.map { (date) throws(DurableTimerError) in try DurableLimits.nanoseconds(of: date) },
             dueBefore: try query.dueBefore.map { (date) throws(DurableTimerError) in try DurableLimits.nanoseconds(of: date) })
-        let records = try await store.query(namespace: namespace, filter, now: now(), afterKey: query.after?.key, limit: limit)
+        let now = now()
+        if let lateBy = query.lateBy { filter.lateBefore = now.addingSaturating(-max(lateBy, .zero).saturatingNanoseconds) }
+        let records = try await store.query(namespace: namespace, filter, now: now, afterKey: query.after?.key, limit: limit)
         let next = records.count == limit ? records.last.map { DurableTimerQuery.Cursor(after: $0.key) } : nil
         return DurableTimerPage(timers: records.map(info), next: next)
     }
@@ -225,6 +232,8 @@ public final class DurableTimers: Sendable {
     /// occurrence runs again elsewhere.
     public func shutdown(gracePeriod: Duration = .seconds(30)) async {
         await runner.shutdown(gracePeriod: gracePeriod)
+        // Recorded alive at its first load: a runner never started left no record.
+        if runner.horizonLoads.count > 0 { try? await store.removeInstance(namespace: namespace, id: owner) }
     }
 
     // MARK: Plumbing
@@ -236,7 +245,7 @@ public final class DurableTimers: Sendable {
         let interval: Duration? = if case .interval(let nanoseconds) = record.recurrence { .nanoseconds(nanoseconds) } else { nil }
         let rule: CalendarRule? = if case .rule(let rule) = record.recurrence { rule } else { nil }
         let state: DurableTimerInfo.State =
-            if record.isParked { .failed } else if runner.handler(record.handler) == nil { .orphaned } else if let lease = record.leaseUntil, lease > now() {
+            if record.isPaused { .paused } else if record.isParked { .failed } else if runner.handler(record.handler) == nil { .orphaned } else if let lease = record.leaseUntil, lease > now() {
                 .running
             } else { .scheduled }
         return DurableTimerInfo(

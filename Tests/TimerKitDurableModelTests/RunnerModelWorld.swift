@@ -267,7 +267,7 @@ struct ModelWorld {
             case .scheduleLeaseCheck(let instant):
                 processes[index].timers.append(.init(at: max(now, instant - processes[index].skew), timer: .leaseCheck(instant)))
             case .start(let key, let start): startHandler(index, key, start)
-            case .finish(let key, let token, let sequence, let outcome): call(index, .finish(key, token: token, sequence: sequence, outcome: outcome))
+            case .finish(let key, let token, let sequence, let outcome, _): call(index, .finish(key, token: token, sequence: sequence, outcome: outcome))
             case .retryFinish(let key, let token, let delay): processes[index].timers.append(.init(at: now + delay, timer: .retryFinish(key, token: token)))
             case .release(let key, let token, let sequence, let readyAt): call(index, .release(key, token: token, sequence: sequence, readyAt: readyAt))
             case .cancelHandler(let key, let token):

@@ -111,8 +111,12 @@ extension DurableTimers {
         /// Rows read from the store per query while loading the horizon.
         static let pageSize = 5_000
 
+        /// This runner's id: its claims' tokens are `owner/n`.
+        let owner: String
+
         init(context: Context, owner: String) {
             self.context = context
+            self.owner = owner
             let options = context.options
             let catchUp = RunnerStateMachine.Configuration.catchUp(rate: options.catchUpRate)
             let configuration = RunnerStateMachine.Configuration(
@@ -143,7 +147,7 @@ extension DurableTimers {
                 case .scheduleLeaseCheck(let instant):
                     _ = schedule(at: instant) { runner in runner.transition { $0.leaseCheckDue(at: instant) } }
                 case .start(let key, let start): startRun(key, start)
-                case .finish(let key, let token, let sequence, let outcome): finish(key, token: token, sequence: sequence, outcome: outcome)
+                case .finish(let key, let token, let sequence, let outcome, let run): finish(key, token: token, sequence: sequence, outcome: outcome, run: run)
                 case .retryFinish(let key, let token, let delay):
                     schedule(after: delay) { runner in runner.transition { $0.retryFinishDue(key, token: token) } }
                 case .release(let key, let token, let sequence, let readyAt):

@@ -99,13 +99,14 @@ extension DurableTimers.Runner {
 
     /// Writes a run's end: a one-shot's removal joins the next deletion round (one store call for
     /// every run that ended meanwhile), anything else is written at once.
-    func finish(_ key: StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome) {
+    func finish(_ key: StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome, run: DurableTimerRun?) {
         guard case .delete = outcome else {
             spawn {
                 let result: Machine.WriteResult
                 do throws(DurableTimerError) {
                     let changed = try await self.context.store.finish(
-                        namespace: self.context.namespace, key: key.string, owner: token, sequence: sequence, outcome: outcome)
+                        namespace: self.context.namespace, key: key.string, owner: token, sequence: sequence, outcome: outcome, run: run,
+                        keep: self.context.options.history.runsPerTimer)
                     result = changed ? .applied : .refused
                 } catch {
                     result = .failed(error)
@@ -116,7 +117,7 @@ extension DurableTimers.Runner {
             return
         }
         let leads = state.withLock { state -> Bool in
-            state.deletions.append((key, DurableCompletion(key: key.string, owner: token, sequence: sequence)))
+            state.deletions.append((key, DurableCompletion(key: key.string, owner: token, sequence: sequence, run: run)))
             guard !state.isDeleting else { return false }
             state.isDeleting = true
             return true
@@ -134,7 +135,8 @@ extension DurableTimers.Runner {
             guard !batch.isEmpty else { return }
             let removed: Result<Set<StoredKey>, DurableTimerError>
             do {
-                removed = .success(try await context.store.finishAll(namespace: context.namespace, completed: batch.map(\.completion)))
+                removed = .success(
+                    try await context.store.finishAll(namespace: context.namespace, completed: batch.map(\.completion), keep: context.options.history.runsPerTimer))
             } catch {
                 removed = .failure(error)
             }
@@ -221,6 +223,27 @@ extension DurableTimers.Runner {
         }
     }
 
+    /// Records this instance as alive (``DurableTimers/instances()``), and prunes the run history
+    /// by age, a batch per load: once per load of the horizon.
+    private func recordAlive(now: Int64) async {
+        let options = context.options
+        let instance = DurableInstance(
+            namespace: context.namespace, id: owner, host: ProcessInfo.processInfo.hostName, processID: ProcessInfo.processInfo.processIdentifier,
+            handlers: handlerNames, started: now, seen: now, interval: options.horizon.saturatingNanoseconds / 2)
+        do {
+            try await context.store.heartbeat(instance)
+            if options.history.runsPerTimer > 0 {
+                let before = now.addingSaturating(-options.history.maxAge.saturatingNanoseconds)
+                _ = try await context.store.pruneHistory(namespace: context.namespace, endedBefore: before, limit: Self.pruneBatch)
+            }
+        } catch {
+            options.onError(error)
+        }
+    }
+
+    /// The most history rows one prune removes: a short write, however much has aged out.
+    static let pruneBatch = 5_000
+
     /// Loads the timers ready from `from` through `through` (a batch another instance wrote, too
     /// large to be told of one by one), within what is loaded. One window load runs at a time,
     /// beside any load of the horizon; the windows asked for meanwhile are merged into one load
@@ -272,6 +295,7 @@ extension DurableTimers.Runner {
             return
         }
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
+        if !state.withLock({ $0.resumeAfter != nil }) { spawn { await self.recordAlive(now: now) } }
         // What another instance writes while this load reads is armed as it is told (up to the
         // horizon), not dropped as "beyond what is loaded": a row committed behind the load's
         // position would otherwise wait for the next load.

@@ -80,6 +80,8 @@ extension RunnerStateMachine {
     /// The end of a run being written.
     struct Completion: Sendable, Equatable {
         var outcome: DurableTimerOutcome
+        /// The run to record in the history with it, if the handler ran (or the claim parked it).
+        var run: DurableTimerRun?
         /// Failed attempts to write it (each retried: the write is fenced, so idempotent).
         var failures = 0
         /// A renewal found the claim gone while the completion was pending.
@@ -204,7 +206,7 @@ extension RunnerStateMachine {
         /// Run a claimed occurrence's handler.
         case start(StoredKey, Start)
         /// Write a run's end, fenced by its token and sequence.
-        case finish(StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome)
+        case finish(StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome, run: DurableTimerRun?)
         /// Write a run's end (or its release) again `after` nanoseconds: the last write failed.
         case retryFinish(StoredKey, token: String, after: Int64)
         /// Give a claim back without using up its attempt, ready again at `readyAt`.
@@ -220,5 +222,22 @@ extension RunnerStateMachine {
         case event(DurableTimerEvent)
         /// The runner is stopping and holds nothing any more: shutdown can return.
         case drained
+    }
+}
+
+extension RunnerStateMachine.Run {
+    /// The run as the history records it: ended as `outcome` says, on the instance whose claim
+    /// token this is (`instance/n`).
+    func entry(_ key: StoredKey, started: Int64, ended: Int64, outcome: DurableTimerOutcome) -> DurableTimerRun {
+        let (result, error): (DurableTimerRun.Outcome, String?) =
+            switch outcome {
+            case .delete, .advance: (.succeeded, nil)
+            case .retry(_, let error): (.failed, error)
+            case .park(let error): (.parked, error)
+            }
+        let instance = token.lastIndex(of: "/").map { String(token[..<$0]) } ?? token
+        return DurableTimerRun(
+            key: key.string, handler: handler, sequence: sequence, attempt: attempt, due: due, started: started, ended: ended, outcome: result,
+            instance: instance, error: error)
     }
 }

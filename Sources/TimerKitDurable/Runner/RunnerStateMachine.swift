@@ -462,12 +462,16 @@ struct RunnerStateMachine: Sendable {
             slotsTaken -= 1
             let reason =
                 "its handler started \(record.attempts - 1) times without finishing: the process running it ended each time (it crashed, was killed, or froze past its lease); parked after maxAttempts (\(configuration.maxAttempts))"
-            return complete(key, run, Completion(outcome: .park(error: reason))) + [.event(.parked(key: key.string, handler: record.handler, reason: reason))]
+            let entry = run.entry(key, started: now, ended: now, outcome: .park(error: reason))
+            return complete(key, run, Completion(outcome: .park(error: reason), run: entry))
+                + [.event(.parked(key: key.string, handler: record.handler, reason: reason))]
         }
         let plan = isManual ? OccurrencePlan.manual(record, now: now) : OccurrencePlan.make(record, now: now, grace: configuration.grace)
         guard plan.fires else {
             slotsTaken -= 1
-            var actions = complete(key, run, Completion(outcome: plan.next))
+            var entry: DurableTimerRun?
+            if case .park = plan.next { entry = run.entry(key, started: now, ended: now, outcome: plan.next) }
+            var actions = complete(key, run, Completion(outcome: plan.next, run: entry))
             if case .park(let reason) = plan.next { actions.append(.event(.parked(key: key.string, handler: record.handler, reason: reason))) }
             return actions
         }
@@ -516,7 +520,9 @@ struct RunnerStateMachine: Sendable {
             case .retry(_, let error): .retrying(attempt: run.attempt, error: error)
             case .park(let error): .parked(error: error)
             }
-        return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: ended))] + complete(key, run, Completion(outcome: outcome))
+        let entry = run.entry(key, started: now.addingSaturating(-duration.saturatingNanoseconds), ended: now, outcome: outcome)
+        return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: ended))]
+            + complete(key, run, Completion(outcome: outcome, run: entry))
     }
 
     /// The write of a run's end (or of a release) came back.
@@ -573,7 +579,7 @@ struct RunnerStateMachine: Sendable {
         }
         switch occurrences[key]?.phase {
         case .completing(let run, let completion)? where run.token == token:
-            return [.finish(key, token: token, sequence: run.sequence, outcome: completion.outcome)]
+            return [.finish(key, token: token, sequence: run.sequence, outcome: completion.outcome, run: completion.run)]
         case .releasing(let run, let readyAt, _)? where run.token == token:
             return [.release(key, token: token, sequence: run.sequence, readyAt: readyAt)]
         default:
@@ -670,7 +676,7 @@ struct RunnerStateMachine: Sendable {
         occurrences[key]!.phase = .completing(run, completion)
         held.insert(key)
         // Held until the end is written (a park or an advance without a run included).
-        return [.finish(key, token: run.token, sequence: run.sequence, outcome: completion.outcome)] + armRenewal()
+        return [.finish(key, token: run.token, sequence: run.sequence, outcome: completion.outcome, run: completion.run)] + armRenewal()
     }
 
     private mutating func release(_ key: StoredKey, _ run: Run, now: Int64) -> [Action] {

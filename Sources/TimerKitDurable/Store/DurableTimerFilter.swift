@@ -6,15 +6,19 @@ package struct DurableTimerFilter: Sendable, Hashable {
     package var keyPrefix: String?
     package var dueFrom: Int64?
     package var dueBefore: Int64?
+    /// Only repeating timers whose occurrence came before this instant (late ones).
+    package var lateBefore: Int64?
 
     package init(
-        statuses: Set<DurableTimerQuery.Status> = [], handler: String? = nil, keyPrefix: String? = nil, dueFrom: Int64? = nil, dueBefore: Int64? = nil
+        statuses: Set<DurableTimerQuery.Status> = [], handler: String? = nil, keyPrefix: String? = nil, dueFrom: Int64? = nil, dueBefore: Int64? = nil,
+        lateBefore: Int64? = nil
     ) {
         self.statuses = statuses
         self.handler = handler
         self.keyPrefix = keyPrefix
         self.dueFrom = dueFrom
         self.dueBefore = dueBefore
+        self.lateBefore = lateBefore
     }
 
     /// A value bound to a placeholder.
@@ -54,13 +58,15 @@ package struct DurableTimerFilter: Sendable, Hashable {
         }
         if let dueFrom { conditions.append("due_ns >= \(bind(.integer(dueFrom)))") }
         if let dueBefore { conditions.append("due_ns < \(bind(.integer(dueBefore)))") }
+        if let lateBefore { conditions.append("(interval_ns IS NOT NULL OR rule IS NOT NULL) AND due_ns < \(bind(.integer(lateBefore)))") }
         if !statuses.isEmpty, statuses.count < DurableTimerQuery.Status.allCases.count {
             let now = bind(.integer(now))
             let held = "(lease_until_ns IS NOT NULL AND lease_until_ns > \(now))"
             let free = "NOT (\(dialect.isParked)) AND NOT \(held)"
             let each: [String] = statuses.sorted { $0.rawValue < $1.rawValue }.map { status in
                 switch status {
-                case .parked: "(\(dialect.isParked))"
+                case .paused: "(paused <> 0)"
+                case .parked: "(\(dialect.isParked) AND paused = 0)"
                 case .running: "(NOT (\(dialect.isParked)) AND \(held))"
                 case .due: "(\(free) AND ready_at_ns <= \(now))"
                 case .retrying: "(\(free) AND ready_at_ns > \(now) AND attempts > 0)"
@@ -70,5 +76,43 @@ package struct DurableTimerFilter: Sendable, Hashable {
             conditions.append("(" + each.joined(separator: " OR ") + ")")
         }
         return (conditions.joined(separator: " AND "), values)
+    }
+}
+
+extension DurableTimerFilter {
+    /// Counts of a namespace's timers by handler and status (a column per ``DurableTimerQuery/Status``,
+    /// named by its raw value) and each handler's earliest ready time among due timers
+    /// (`oldest_due`), and its repeating timers whose occurrence came before placeholder 3
+    /// (`late`); placeholder 1 is the namespace, 2 now.
+    package static func countsSQL(dialect: Dialect) -> String {
+        let now = dialect.placeholder(2)
+        let parked = dialect.isParked
+        let held = "(lease_until_ns IS NOT NULL AND lease_until_ns > \(now))"
+        let free = "NOT (\(parked)) AND NOT \(held)"
+        func count(_ condition: String) -> String { "sum(CASE WHEN \(condition) THEN 1 ELSE 0 END)" }
+        return """
+            SELECT handler,
+                \(count("paused <> 0")) AS paused,
+                \(count("(\(parked)) AND paused = 0")) AS parked,
+                \(count("NOT (\(parked)) AND \(held)")) AS running,
+                \(count("\(free) AND ready_at_ns <= \(now)")) AS due,
+                \(count("\(free) AND ready_at_ns > \(now) AND attempts > 0")) AS retrying,
+                \(count("\(free) AND ready_at_ns > \(now) AND attempts = 0")) AS scheduled,
+                min(CASE WHEN \(free) AND ready_at_ns <= \(now) THEN ready_at_ns END) AS oldest_due,
+                \(count("(interval_ns IS NOT NULL OR rule IS NOT NULL) AND due_ns < \(dialect.placeholder(3))")) AS late
+            FROM timerkit_timers WHERE namespace = \(dialect.placeholder(1)) GROUP BY handler
+            """
+    }
+
+    /// The lateness of a namespace's runs that started at or after placeholder 2, by handler,
+    /// oldest first (the last 10,000).
+    package static func latenessSQL(dialect: Dialect) -> String {
+        """
+        SELECT handler, lateness FROM (
+            SELECT handler, started_ns, started_ns - due_ns AS lateness FROM timerkit_runs
+            WHERE namespace = \(dialect.placeholder(1)) AND started_ns >= \(dialect.placeholder(2))
+            ORDER BY started_ns DESC LIMIT 10000
+        ) AS recent ORDER BY started_ns
+        """
     }
 }

@@ -41,7 +41,10 @@ package struct DurableTimerRecord: Sendable, Hashable {
     /// Occurrences skipped since the last fire, carried into the next.
     package var skipped: Int = 0
     package var lastError: String?
+    /// Held out of claims: parked as failed, or paused (see ``isPaused``).
     package var isParked = false
+    /// Paused by an operator (the store marks it parked too): ``isParked`` alone means failed.
+    package var isPaused = false
     package var owner: String?
     package var leaseUntil: Int64?
     /// Why the stored row could not be read as it was written (an unknown misfire policy or rule

@@ -63,14 +63,17 @@ package protocol DurableTimerStore: Sendable {
         -> [DurableTimerRecord]
 
     /// Ends a claimed occurrence as `outcome` says, if `owner` still holds the timer at `sequence`;
-    /// returns whether it did.
-    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
+    /// returns whether it did. When it did, `run` is added to the run history in the same write,
+    /// keeping the timer's last `keep` runs (none recorded when `keep` is 0).
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome, run: DurableTimerRun?, keep: Int)
+        async throws(DurableTimerError) -> Bool
 
     /// Removes the one-shots in `completed` whose occurrence ran, each if its claim's token still
-    /// holds it at its sequence, in one write; returns the keys it removed. (``finish(namespace:key:owner:sequence:outcome:)``
+    /// holds it at its sequence, in one write, recording each removed one's run (up to `keep` per
+    /// timer; none when 0); returns the keys it removed. (``finish(namespace:key:owner:sequence:outcome:)``
     /// with ``DurableTimerOutcome/delete`` for many at once: the runner gathers the completions of
     /// one moment into one call.)
-    func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey>
+    func finishAll(namespace: String, completed: [DurableCompletion], keep: Int) async throws(DurableTimerError) -> Set<StoredKey>
 
     /// Extends the lease of each of `claims` that its owner still holds at its sequence, in one
     /// write, to `leaseUntil` (a store on a clock of its own: for `leaseUntil - now` from its
@@ -96,6 +99,51 @@ package protocol DurableTimerStore: Sendable {
 
     /// How many timers the namespace holds.
     func count(namespace: String) async throws(DurableTimerError) -> Int
+
+    // MARK: Operating
+
+    /// The timer's last runs, newest first, at most `limit`.
+    func history(namespace: String, key: String, limit: Int) async throws(DurableTimerError) -> [DurableTimerRun]
+
+    /// Removes at most `limit` runs of the namespace that ended before `endedBefore`, the oldest
+    /// first, in one short write; returns how many.
+    func pruneHistory(namespace: String, endedBefore: Int64, limit: Int) async throws(DurableTimerError) -> Int
+
+    /// Holds the timer out of every claim (a paused timer is also parked in the store's terms, so
+    /// that every claim statement passes it by), remembering whether it was parked; returns
+    /// whether a timer is stored under the key. A running one finishes its run and then waits.
+    func pause(namespace: String, key: String) async throws(DurableTimerError) -> Bool
+
+    /// Lets a paused timer be claimed again (parked again if it was parked when paused); returns
+    /// it as stored, or `nil` when none is stored or it was not paused.
+    func resume(namespace: String, key: String) async throws(DurableTimerError) -> DurableTimerRecord?
+
+    /// Pauses `handler`'s timers (every timer of the namespace when `nil`): records the pause, so
+    /// that timers scheduled meanwhile are stored paused, and then pauses the stored ones in
+    /// writes of at most `batch` rows (no lock held long). Returns how many it paused.
+    func pause(namespace: String, handler: String?, now: Int64, batch: Int) async throws(DurableTimerError) -> Int
+
+    /// Removes the pause of `handler` (of the namespace when `nil`) and resumes its paused timers
+    /// — those paused one by one too — in writes of at most `batch` rows; a handler's timers stay
+    /// paused while the namespace is. Returns how many it resumed.
+    func resume(namespace: String, handler: String?, batch: Int) async throws(DurableTimerError) -> Int
+
+    /// The pauses recorded: handler names, `nil` for the whole namespace, with when.
+    func pauses(namespace: String) async throws(DurableTimerError) -> [DurablePause]
+
+    /// Records that `instance` is alive (its handlers, the store's time now); replaces its last record.
+    func heartbeat(_ instance: DurableInstance) async throws(DurableTimerError)
+
+    /// Forgets an instance that shut down.
+    func removeInstance(namespace: String, id: String) async throws(DurableTimerError)
+
+    /// The instances that recorded themselves, the most recently seen first.
+    func instances(namespace: String) async throws(DurableTimerError) -> [DurableInstance]
+
+    /// Counts of the namespace's timers by handler and status at `now`, with each handler's
+    /// earliest due time among due timers, its repeating timers whose occurrence came before
+    /// `lateBefore`, and the lateness of its runs that started since `since`.
+    func stats(namespace: String, now: Int64, lateBefore: Int64, since: Int64) async throws(DurableTimerError) -> [DurableHandlerCounts]
 
     /// The store's clock minus the runner's host clock, in nanoseconds, as last measured: 0 for a
     /// store that decides with the runner's clock (SQLite). The runner reads "now" as its clock
@@ -208,6 +256,17 @@ package enum DurableTimerOutcome: Sendable, Hashable {
 }
 
 extension DurableTimerStore {
+    /// Ends a claimed occurrence without recording a run.
+    package func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
+    {
+        try await finish(namespace: namespace, key: key, owner: owner, sequence: sequence, outcome: outcome, run: nil, keep: 0)
+    }
+
+    /// Removes one-shots that ran without recording their runs.
+    package func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
+        try await finishAll(namespace: namespace, completed: completed, keep: 0)
+    }
+
     package func untilOpen() async {}
     package func clockOffsetChanges() -> AsyncStream<Int64>? { nil }
     package var hostSkew: Int64 { 0 }
@@ -220,11 +279,47 @@ package struct DurableCompletion: Sendable, Hashable {
     /// The claim's token (the owner column it wrote).
     package var owner: String
     package var sequence: Int64
+    /// The run to record in the history when the removal lands.
+    package var run: DurableTimerRun?
 
-    package init(key: String, owner: String, sequence: Int64) {
+    package init(key: String, owner: String, sequence: Int64, run: DurableTimerRun? = nil) {
         self.key = key
         self.owner = owner
         self.sequence = sequence
+        self.run = run
+    }
+}
+
+/// A recorded pause (``DurableTimerStore/pauses(namespace:)``).
+package struct DurablePause: Sendable, Hashable {
+    /// The paused handler, or `nil` for the whole namespace.
+    package var handler: String?
+    /// When, in the store's time.
+    package var since: Int64
+
+    package init(handler: String?, since: Int64) {
+        self.handler = handler
+        self.since = since
+    }
+}
+
+/// One handler's timers counted by status (``DurableTimerStore/stats(namespace:now:since:)``).
+package struct DurableHandlerCounts: Sendable, Hashable {
+    package var handler: String
+    package var counts: [DurableTimerQuery.Status: Int]
+    /// The earliest ready time among its due timers.
+    package var oldestDue: Int64?
+    /// Its repeating timers whose occurrence is late.
+    package var late: Int
+    /// The lateness of its runs that started in the window, in nanoseconds, oldest first.
+    package var lateness: [Int64]
+
+    package init(handler: String, counts: [DurableTimerQuery.Status: Int] = [:], oldestDue: Int64? = nil, late: Int = 0, lateness: [Int64] = []) {
+        self.handler = handler
+        self.counts = counts
+        self.oldestDue = oldestDue
+        self.late = late
+        self.lateness = lateness
     }
 }
 

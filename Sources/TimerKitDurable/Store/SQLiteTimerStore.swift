@@ -131,7 +131,42 @@ final class SQLiteTimerStore: DurableTimerStore {
         """,
         // PostgreSQL's version 3 (the sweep's function, autovacuum settings) has no SQLite
         // counterpart: SQLite's planner walks the ready index for the sweep as it is.
-        3: ""
+        3: "",
+        4: """
+        ALTER TABLE timerkit_timers ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+        CREATE TABLE IF NOT EXISTS timerkit_runs (
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            started_ns INTEGER NOT NULL,
+            sequence INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            handler TEXT NOT NULL,
+            due_ns INTEGER NOT NULL,
+            ended_ns INTEGER NOT NULL,
+            outcome TEXT NOT NULL,
+            instance TEXT NOT NULL,
+            error TEXT,
+            PRIMARY KEY (namespace, key, started_ns, sequence, attempt)
+        ) WITHOUT ROWID;
+        CREATE INDEX IF NOT EXISTS timerkit_runs_ended ON timerkit_runs (namespace, ended_ns);
+        CREATE TABLE IF NOT EXISTS timerkit_instances (
+            namespace TEXT NOT NULL,
+            id TEXT NOT NULL,
+            host TEXT NOT NULL,
+            pid INTEGER NOT NULL,
+            handlers TEXT NOT NULL,
+            started_ns INTEGER NOT NULL,
+            seen_ns INTEGER NOT NULL,
+            interval_ns INTEGER NOT NULL,
+            PRIMARY KEY (namespace, id)
+        ) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS timerkit_pauses (
+            namespace TEXT NOT NULL,
+            handler TEXT NOT NULL,
+            since_ns INTEGER NOT NULL,
+            PRIMARY KEY (namespace, handler)
+        ) WITHOUT ROWID;
+        """
     ]
 
     // MARK: Writing
@@ -144,15 +179,27 @@ final class SQLiteTimerStore: DurableTimerStore {
         try await write { db in
             var sequence = try Self.nextSequences(records.count, db)
             var stored = 0
+            var paused: [String: Bool] = [:]
             for record in records {
-                if try Self.put(record, conflict: conflict, sequence: sequence, db) { stored += 1 }
+                let isPaused = try paused[record.handler] ?? Self.isPaused(namespace: record.namespace, handler: record.handler, db)
+                paused[record.handler] = isPaused
+                if try Self.put(record, conflict: conflict, sequence: sequence, paused: isPaused, db) { stored += 1 }
                 sequence += 1
             }
             return stored
         }
     }
 
+    /// Whether timers of `handler` are stored paused: it, or the namespace, is paused.
+    private static func isPaused(namespace: String, handler: String, _ db: Database) throws -> Bool {
+        try db.row("SELECT 1 FROM timerkit_pauses WHERE namespace = ? AND handler IN ('', ?)", [namespace, handler]) != nil
+    }
+
     private static func put(_ record: DurableTimerRecord, conflict: DurableConflict, sequence: Int64, _ db: Database) throws -> Bool {
+        try put(record, conflict: conflict, sequence: sequence, paused: isPaused(namespace: record.namespace, handler: record.handler, db), db)
+    }
+
+    private static func put(_ record: DurableTimerRecord, conflict: DurableConflict, sequence: Int64, paused: Bool, _ db: Database) throws -> Bool {
         if conflict != .replace,
             try db.row("SELECT 1 FROM timerkit_timers WHERE namespace = ? AND key = ?", [record.namespace, record.key]) != nil
         {
@@ -164,12 +211,12 @@ final class SQLiteTimerStore: DurableTimerStore {
             """
             INSERT OR REPLACE INTO timerkit_timers
                 (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence,
-                 fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, 0, NULL, NULL)
+                 fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns, paused)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, ?, NULL, NULL, ?)
             """,
             [
                 record.namespace, record.key, record.handler, record.payload, interval, rule, StoredForms.misfire(record.misfire), record.due,
-                record.readyAt, sequence
+                record.readyAt, sequence, paused ? 1 : 0, paused ? 1 : 0
             ])
         return true
     }
@@ -259,43 +306,77 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome, run: DurableTimerRun?, keep: Int)
+        async throws(DurableTimerError) -> Bool
+    {
         try await write { db in
-            let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"
-            let fenceArguments: StatementArguments = [namespace, key, owner, sequence]
-            switch outcome {
-            case .delete:
-                try db.run("DELETE FROM timerkit_timers WHERE \(fence)", fenceArguments)
-            case .advance(let due, let skipped, let fired):
-                try db.run(
-                    """
-                    UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, skipped = ?, fire_count = fire_count + ?,
-                        attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
-                    WHERE \(fence)
-                    """, [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
-            case .retry(let readyAt, let error):
-                try db.run(
-                    "UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
-                    [readyAt, error] + fenceArguments)
-            case .park(let error):
-                try db.run(
-                    "UPDATE timerkit_timers SET parked = 1, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)", [error] + fenceArguments)
-            }
-            return db.changesCount > 0
+            let changed = try Self.finish(namespace: namespace, key: key, owner: owner, sequence: sequence, outcome: outcome, db)
+            if changed, let run, keep > 0 { try Self.record(run, namespace: namespace, keep: keep, db) }
+            return changed
         }
     }
 
-    func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
+    private static func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome, _ db: Database) throws -> Bool {
+        let fence = "namespace = ? AND key = ? AND owner = ? AND sequence = ?"
+        let fenceArguments: StatementArguments = [namespace, key, owner, sequence]
+        switch outcome {
+        case .delete:
+            try db.run("DELETE FROM timerkit_timers WHERE \(fence)", fenceArguments)
+        case .advance(let due, let skipped, let fired):
+            try db.run(
+                """
+                UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, skipped = ?, fire_count = fire_count + ?,
+                    attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
+                WHERE \(fence)
+                """, [due, due, try Self.nextSequence(db), skipped, fired ? 1 : 0] + fenceArguments)
+        case .retry(let readyAt, let error):
+            try db.run(
+                "UPDATE timerkit_timers SET ready_at_ns = ?, last_error = ?, owner = NULL, lease_until_ns = NULL WHERE \(fence)",
+                [readyAt, error] + fenceArguments)
+        case .park(let error):
+            // A timer paused while it ran stays paused, and is parked once resumed.
+            try db.run(
+                """
+                UPDATE timerkit_timers SET parked = 1, paused = CASE WHEN paused = 1 THEN 2 ELSE paused END, last_error = ?, owner = NULL,
+                    lease_until_ns = NULL
+                WHERE \(fence)
+                """, [error] + fenceArguments)
+        }
+        return db.changesCount > 0
+    }
+
+    func finishAll(namespace: String, completed: [DurableCompletion], keep: Int) async throws(DurableTimerError) -> Set<StoredKey> {
         try await write { db in
             var removed: Set<StoredKey> = []
             for completion in completed {
                 try db.run(
                     "DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? AND owner = ? AND sequence = ?",
                     [namespace, completion.key, completion.owner, completion.sequence])
-                if db.changesCount > 0 { removed.insert(StoredKey(completion.key)) }
+                guard db.changesCount > 0 else { continue }
+                removed.insert(StoredKey(completion.key))
+                if let run = completion.run, keep > 0 { try Self.record(run, namespace: namespace, keep: keep, db) }
             }
             return removed
         }
+    }
+
+    /// Adds `run` to the history and drops the timer's runs older than its last `keep`.
+    private static func record(_ run: DurableTimerRun, namespace: String, keep: Int, _ db: Database) throws {
+        try db.run(
+            """
+            INSERT OR IGNORE INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                namespace, run.key, run.startedNanoseconds, run.sequence, run.attempt, run.handler, run.dueNanoseconds, run.endedNanoseconds,
+                run.outcome.rawValue, run.instance, run.error
+            ])
+        // A one-shot's first run finds nothing to drop: the subquery is empty.
+        try db.run(
+            """
+            DELETE FROM timerkit_runs WHERE namespace = ?1 AND key = ?2 AND started_ns < (
+                SELECT started_ns FROM timerkit_runs WHERE namespace = ?1 AND key = ?2 ORDER BY started_ns DESC LIMIT 1 OFFSET ?3)
+            """, [namespace, run.key, keep - 1])
     }
 
     func renewAll(namespace: String, claims: [DurableHeldClaim], now: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey> {
@@ -326,7 +407,8 @@ final class SQLiteTimerStore: DurableTimerStore {
         try await write { db in
             try db.row(
                 """
-                UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL, parked = 0
+                UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL,
+                    parked = CASE WHEN paused <> 0 THEN 1 ELSE 0 END, paused = CASE WHEN paused = 2 THEN 1 ELSE paused END
                 WHERE namespace = ? AND key = ? AND owner IS NULL
                 RETURNING *
                 """, [due, readyAt, try Self.nextSequence(db), namespace, key]
@@ -420,7 +502,7 @@ final class SQLiteTimerStore: DurableTimerStore {
     /// A row as a record, whatever it holds: a value of the wrong type, an unknown misfire policy or
     /// rule form (written by hand, or by a newer version) is a ``DurableTimerRecord/defect``, which
     /// the runner parks the timer for. Reading a row never throws and never traps.
-    private static func record(_ row: Row) -> DurableTimerRecord {
+    static func record(_ row: Row) -> DurableTimerRecord {
         var reader = SQLiteRowReader(row: row)
         let key = reader.text("key")
         let misfireText = reader.text("misfire")
@@ -438,6 +520,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         record.skipped = Int(clamping: reader.integer("skipped"))
         record.lastError = reader.optionalText("last_error")
         record.isParked = reader.integer("parked") != 0
+        record.isPaused = reader.integer("paused") != 0
         record.owner = reader.optionalText("owner")
         record.leaseUntil = reader.optionalInteger("lease_until_ns")
         if !reader.defects.isEmpty { record.defect = reader.defects.joined(separator: "; ") }
@@ -445,7 +528,7 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the store's executor.
-    private func write<T>(_ body: (Database) throws -> T) async throws(DurableTimerError) -> T {
+    func write<T>(_ body: (Database) throws -> T) async throws(DurableTimerError) -> T {
         try await withTaskExecutorPreference(executor) { () throws(DurableTimerError) -> T in
             do {
                 return try database.writeWithoutTransaction { db in
@@ -462,7 +545,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    private func read<T>(_ body: (Database) throws -> T) async throws(DurableTimerError) -> T {
+    func read<T>(_ body: (Database) throws -> T) async throws(DurableTimerError) -> T {
         try await withTaskExecutorPreference(executor) { () throws(DurableTimerError) -> T in
             do {
                 return try database.read(body)
@@ -489,19 +572,19 @@ final class SQLiteTimerStore: DurableTimerStore {
 
 extension Database {
     /// Runs `sql` through the connection's statement cache: compiled once, reused by every call.
-    fileprivate func run(_ sql: String, _ arguments: StatementArguments) throws {
+    func run(_ sql: String, _ arguments: StatementArguments) throws {
         try cachedStatement(sql: sql).execute(arguments: arguments)
     }
 
-    fileprivate func row(_ sql: String, _ arguments: StatementArguments) throws -> Row? {
+    func row(_ sql: String, _ arguments: StatementArguments) throws -> Row? {
         try Row.fetchOne(cachedStatement(sql: sql), arguments: arguments)
     }
 
-    fileprivate func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row] {
+    func rows(_ sql: String, _ arguments: StatementArguments) throws -> [Row] {
         try Row.fetchAll(cachedStatement(sql: sql), arguments: arguments)
     }
 
-    fileprivate func value<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ sql: String, _ arguments: StatementArguments) throws -> Value? {
+    func value<Value: DatabaseValueConvertible & StatementColumnConvertible>(_ sql: String, _ arguments: StatementArguments) throws -> Value? {
         try Value.fetchOne(cachedStatement(sql: sql), arguments: arguments)
     }
 }

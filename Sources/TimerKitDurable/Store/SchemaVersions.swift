@@ -9,6 +9,10 @@
 /// 3. PostgreSQL: the sweep's function `timerkit_sweep` (the next ready rows in the ready index's
 ///    order, whatever the table's statistics), and autovacuum settings of the timers' table that
 ///    follow its churn. SQLite: nothing (recorded, so that both stores count alike).
+/// 4. Operating: the run history (`timerkit_runs`), the instances alive (`timerkit_instances`),
+///    pauses of a handler or the namespace (`timerkit_pauses`), and the timers' `paused` column
+///    (0: not paused; 1: paused; 2: paused while parked). A paused timer is also marked parked,
+///    so that every claim of the versions before passes it by unchanged.
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL
@@ -16,7 +20,7 @@
 /// one migrates and the others find the work done.
 package enum SchemaVersions {
     /// The version this build reads and writes.
-    package static let current = 3
+    package static let current = 4
 
     /// The release that writes ``current``, recorded beside each migration it applies (the work
     /// toward 0.2.0 until it is tagged).
@@ -26,7 +30,8 @@ package enum SchemaVersions {
     package static let summaries = [
         1: "timers (timerkit_timers), their ready index and the occurrence sequence: the schema of 0.1.0",
         2: "the schema's version, recorded in timerkit_schema",
-        3: "PostgreSQL: the sweep's function timerkit_sweep and the timers' autovacuum settings; SQLite: no change"
+        3: "PostgreSQL: the sweep's function timerkit_sweep and the timers' autovacuum settings; SQLite: no change",
+        4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

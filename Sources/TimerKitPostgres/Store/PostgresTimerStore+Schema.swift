@@ -168,6 +168,49 @@ extension PostgresTimerStore {
                 autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_vacuum_insert_threshold = 1000
             )
             """
+        ],
+        4: [
+            // A paused timer is parked too (so every claim, and the ready index, pass it by); the
+            // column says it is paused, and whether it was parked before (2).
+            "ALTER TABLE timerkit_timers ADD COLUMN IF NOT EXISTS paused smallint NOT NULL DEFAULT 0",
+            """
+            CREATE TABLE IF NOT EXISTS timerkit_runs (
+                namespace text NOT NULL,
+                key text NOT NULL,
+                started_ns bigint NOT NULL,
+                sequence bigint NOT NULL,
+                attempt integer NOT NULL,
+                handler text NOT NULL,
+                due_ns bigint NOT NULL,
+                ended_ns bigint NOT NULL,
+                outcome text NOT NULL,
+                instance text NOT NULL,
+                error text,
+                PRIMARY KEY (namespace, key, started_ns, sequence, attempt)
+            )
+            """,
+            "CREATE INDEX IF NOT EXISTS timerkit_runs_ended ON timerkit_runs (namespace, ended_ns)",
+            """
+            CREATE TABLE IF NOT EXISTS timerkit_instances (
+                namespace text NOT NULL,
+                id text NOT NULL,
+                host text NOT NULL,
+                pid bigint NOT NULL,
+                handlers text NOT NULL,
+                started_ns bigint NOT NULL,
+                seen_ns bigint NOT NULL,
+                interval_ns bigint NOT NULL,
+                PRIMARY KEY (namespace, id)
+            )
+            """,
+            """
+            CREATE TABLE IF NOT EXISTS timerkit_pauses (
+                namespace text NOT NULL,
+                handler text NOT NULL,
+                since_ns bigint NOT NULL,
+                PRIMARY KEY (namespace, handler)
+            )
+            """
         ]
     ]
 
@@ -192,6 +235,7 @@ extension PostgresTimerStore {
         return [
             "GRANT SELECT, INSERT, UPDATE, DELETE ON timerkit_timers TO \(role);",
             "GRANT SELECT ON timerkit_schema TO \(role);",
+            "GRANT SELECT, INSERT, UPDATE, DELETE ON timerkit_runs, timerkit_instances, timerkit_pauses TO \(role);",
             "GRANT USAGE ON SEQUENCE timerkit_sequence TO \(role);",
             "GRANT EXECUTE ON FUNCTION timerkit_now_ns() TO \(role);",
             "GRANT EXECUTE ON FUNCTION timerkit_sweep(text, text[], text, text[], bigint, bigint, integer) TO \(role);"

@@ -11,7 +11,7 @@ extension PostgresTimerStore {
     /// Claims the woken keys that are ready (see ``claim(namespace:keys:owner:now:leaseUntil:)``):
     /// each claimed row, and each other key still stored and not parked with its ready time.
     struct ClaimKeys: PostgresPreparedStatement {
-        static let name = "timerkit_claim_keys_v3"
+        static let name = "timerkit_claim_keys_v4"
         // Each key looked up in a lateral subquery: a probe of the primary key per key in every
         // plan, the generic plan of the prepared statement included. (A join of the keys with the
         // table let the generic plan, which knows no namespace, walk the ready index over the
@@ -68,7 +68,7 @@ extension PostgresTimerStore {
 
     /// The next ready rows of a backlog, through schema version 3's `timerkit_sweep`.
     struct Sweep: PostgresPreparedStatement {
-        static let name = "timerkit_sweep_v3"
+        static let name = "timerkit_sweep_v4"
         static let sql = "SELECT \(allColumns) FROM timerkit_sweep($1, $2, $3, $4, $5, $6, $7)"
         static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .text, .textArray, .int8, .int8, .int4]
 
@@ -97,7 +97,7 @@ extension PostgresTimerStore {
 
     /// Removes the one-shots that ran, each if its claim still holds it.
     struct FinishAll: PostgresPreparedStatement {
-        static let name = "timerkit_finish_all_v3"
+        static let name = "timerkit_finish_all_v4"
         static let sql = """
             DELETE FROM timerkit_timers t USING unnest($1::text[], $2::text[], $3::bigint[]) AS d(key, owner, sequence)
             WHERE t.namespace = $4 AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
@@ -127,14 +127,16 @@ extension PostgresTimerStore {
     static func putSQL(onConflict: String) -> String {
         """
         WITH written AS (
-            INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence)
-            VALUES ($1, $2, $3, convert_to($4, 'UTF8'), $5, $6, $7, $8, $8, nextval('timerkit_sequence'))
+            INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence, parked, paused)
+            VALUES ($1, $2, $3, convert_to($4, 'UTF8'), $5, $6, $7, $8, $8, nextval('timerkit_sequence'),
+                EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = $1 AND z.handler IN ('', $3)),
+                (CASE WHEN EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = $1 AND z.handler IN ('', $3)) THEN 1 ELSE 0 END)::smallint)
             \(onConflict)
-            RETURNING namespace, key, handler, ready_at_ns
+            RETURNING namespace, key, handler, ready_at_ns, paused
         ),
         notified AS (
             SELECT pg_notify($9, json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
-            FROM written WHERE ready_at_ns <= timerkit_now_ns() + $10
+            FROM written WHERE ready_at_ns <= timerkit_now_ns() + $10 AND paused = 0
         )
         SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM notified)
         """
@@ -170,21 +172,21 @@ extension PostgresTimerStore {
 
     /// A schedule that replaces the timer under its key.
     struct PutReplace: PutStatement {
-        static let name = "timerkit_put_replace_v3"
+        static let name = "timerkit_put_replace_v4"
         static let sql = putSQL(onConflict: PostgresTimerStore.replaceClause)
         var values: PutValues
     }
 
     /// A schedule that keeps the timer under its key, if there is one.
     struct PutKeep: PutStatement {
-        static let name = "timerkit_put_keep_v3"
+        static let name = "timerkit_put_keep_v4"
         static let sql = putSQL(onConflict: "ON CONFLICT (namespace, key) DO NOTHING")
         var values: PutValues
     }
 
     /// A schedule that fails (unique violation) when the key is in use.
     struct PutFail: PutStatement {
-        static let name = "timerkit_put_fail_v3"
+        static let name = "timerkit_put_fail_v4"
         static let sql = putSQL(onConflict: "")
         var values: PutValues
     }
@@ -194,7 +196,7 @@ extension PostgresTimerStore {
         ON CONFLICT (namespace, key) DO UPDATE SET handler = excluded.handler, payload = excluded.payload,
             interval_ns = excluded.interval_ns, rule = excluded.rule, misfire = excluded.misfire, due_ns = excluded.due_ns,
             ready_at_ns = excluded.ready_at_ns, sequence = excluded.sequence, fire_count = 0, attempts = 0, skipped = 0,
-            last_error = NULL, parked = false, owner = NULL, lease_until_ns = NULL
+            last_error = NULL, parked = excluded.parked, paused = excluded.paused, owner = NULL, lease_until_ns = NULL
         """
 }
 

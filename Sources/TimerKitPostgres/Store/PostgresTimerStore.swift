@@ -271,7 +271,7 @@ final class PostgresTimerStore: DurableTimerStore {
     }
 
     /// `now` as SQL: the runner's reading for a host-time store, the database's otherwise.
-    private func now(_ reading: Int64) -> Int64? { timeSource == .host ? reading : nil }
+    func now(_ reading: Int64) -> Int64? { timeSource == .host ? reading : nil }
 
     // MARK: Writing
 
@@ -308,8 +308,10 @@ final class PostgresTimerStore: DurableTimerStore {
                 let rows = try await connection.query(
                     """
                     WITH written AS (
-                        INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence)
-                        SELECT s, k, h, convert_to(p, 'UTF8'), nullif(i, 0), nullif(r, ''), m, d, d, nextval('timerkit_sequence')
+                        INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence, parked, paused)
+                        SELECT s, k, h, convert_to(p, 'UTF8'), nullif(i, 0), nullif(r, ''), m, d, d, nextval('timerkit_sequence'),
+                            EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = s AND z.handler IN ('', h)),
+                            (CASE WHEN EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = s AND z.handler IN ('', h)) THEN 1 ELSE 0 END)::smallint
                         FROM unnest(\(columns.namespaces)::text[], \(columns.keys)::text[], \(columns.handlers)::text[], \(columns.payloads)::text[], \(columns.intervals)::bigint[],
                                     \(columns.rules)::text[], \(columns.misfires)::text[], \(columns.dues)::bigint[]) AS w(s, k, h, p, i, r, m, d)
                         \(unescaped: onConflict)
@@ -434,45 +436,55 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
-    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
+    func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome, run: DurableTimerRun?, keep: Int)
+        async throws(DurableTimerError) -> Bool
+    {
+        let recording = keep > 0 ? run.map { (run: $0, namespace: namespace) } : nil
         switch outcome {
         case .delete:
             return try await changed(
                 "DELETE FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns",
-                notifying: nil)
+                notifying: nil, recording: recording, keep: keep)
         case .advance(let due, let skipped, let fired):
             return try await changed(
                 """
                 UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(due), sequence = nextval('timerkit_sequence'), skipped = \(Int64(skipped)),
                     fire_count = fire_count + \(fired ? Int64(1) : 0), attempts = 0, last_error = NULL, owner = NULL, lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
-                """, notifying: namespace)
+                """, notifying: namespace, recording: recording, keep: keep)
         case .retry(let readyAt, let error):
             return try await changed(
                 """
                 UPDATE timerkit_timers SET ready_at_ns = \(readyAt), last_error = \(error), owner = NULL, lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
-                """, notifying: namespace)
+                """, notifying: namespace, recording: recording, keep: keep)
         case .park(let error):
+            // A timer paused while it ran stays paused, and is parked once resumed.
             return try await changed(
                 """
-                UPDATE timerkit_timers SET parked = true, last_error = \(error), owner = NULL, lease_until_ns = NULL
+                UPDATE timerkit_timers SET parked = true, paused = CASE WHEN paused = 1 THEN 2 ELSE paused END, last_error = \(error), owner = NULL,
+                    lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
-                """, notifying: nil)
+                """, notifying: nil, recording: recording, keep: keep)
         }
     }
 
-    func finishAll(namespace: String, completed: [DurableCompletion]) async throws(DurableTimerError) -> Set<StoredKey> {
+    func finishAll(namespace: String, completed: [DurableCompletion], keep: Int) async throws(DurableTimerError) -> Set<StoredKey> {
         guard !completed.isEmpty else { return [] }
         // In key order, as renewals bind theirs: with the plan driven by the array, both lock rows
         // in the same order, which keeps them from deadlocking each other.
         let completed = completed.sorted { $0.key < $1.key }
         let statement = FinishAll(keys: completed.map(\.key), owners: completed.map(\.owner), sequences: completed.map(\.sequence), namespace: namespace)
-        return try await call(.reserved) { connection, logger in
+        let removed = try await call(.reserved) { connection, logger in
             var removed: Set<StoredKey> = []
             for try await key in try await connection.execute(statement, logger: logger) { removed.insert(StoredKey(key)) }
             return removed
         }
+        // The runs of the one-shots removed, in a statement of its own: a crash between the two
+        // loses these records, never a timer.
+        let runs = keep > 0 ? completed.compactMap { $0.run }.filter { removed.contains(StoredKey($0.key)) } : []
+        if !runs.isEmpty { try await recordRuns(runs, namespace: namespace) }
+        return removed
     }
 
     func renewAll(namespace: String, claims: [DurableHeldClaim], now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey> {
@@ -510,7 +522,7 @@ final class PostgresTimerStore: DurableTimerStore {
             """
             WITH moved AS (
                 UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(readyAt), sequence = nextval('timerkit_sequence'), attempts = 0,
-                    skipped = 0, last_error = NULL, parked = false
+                    skipped = 0, last_error = NULL, parked = (paused <> 0), paused = CASE WHEN paused = 2 THEN 1 ELSE paused END
                 WHERE namespace = \(namespace) AND key = \(key) AND owner IS NULL
                 RETURNING \(unescaped: Self.allColumns)
             ),
@@ -602,17 +614,17 @@ final class PostgresTimerStore: DurableTimerStore {
     static func columns(prefix: String) -> String {
         [
             "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
-            "skipped", "last_error", "parked", "owner", "lease_until_ns"
+            "skipped", "last_error", "parked", "owner", "lease_until_ns", "paused"
         ].map { prefix + $0 }.joined(separator: ", ")
     }
 
     static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
         let (
             namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner,
-            leaseUntil
+            leaseUntil, paused
         ) =
             try row.decode(
-                (String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?).self)
+                (String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?, Int16).self)
         // A form this version cannot read is a defect the runner parks the timer for, never an
         // error that stops every other timer's load.
         var defects: [String] = []
@@ -630,12 +642,13 @@ final class PostgresTimerStore: DurableTimerStore {
         record.skipped = Int(skipped)
         record.lastError = lastError
         record.isParked = parked
+        record.isPaused = paused != 0
         record.owner = owner
         record.leaseUntil = leaseUntil
         return record
     }
 
-    private func fetchAll(_ query: PostgresQuery) async throws(DurableTimerError) -> [DurableTimerRecord] {
+    func fetchAll(_ query: PostgresQuery) async throws(DurableTimerError) -> [DurableTimerRecord] {
         try await call { connection, logger in
             var records: [DurableTimerRecord] = []
             for try await row in try await connection.query(query, logger: logger) { records.append(try Self.record(row)) }
@@ -643,25 +656,31 @@ final class PostgresTimerStore: DurableTimerStore {
         }
     }
 
-    private func fetchOne(_ query: PostgresQuery) async throws(DurableTimerError) -> DurableTimerRecord? {
+    func fetchOne(_ query: PostgresQuery) async throws(DurableTimerError) -> DurableTimerRecord? {
         try await fetchAll(query).first
     }
 
     /// Runs a statement that returns (key, handler, ready time) of the rows it changed; with a
     /// namespace to notify, tells its other instances of a row ready within the horizon. Returns
     /// whether a row changed.
-    private func changed(_ query: PostgresQuery, notifying namespace: String?) async throws(DurableTimerError) -> Bool {
+    func changed(_ query: PostgresQuery, notifying namespace: String?, recording run: (run: DurableTimerRun, namespace: String)? = nil, keep: Int = 0)
+        async throws(DurableTimerError) -> Bool
+    {
         var sql = query
+        var binds = query.binds
+        let recorded = run.map { Self.recordingCTE($0.run, namespace: $0.namespace, keep: keep, binds: &binds) } ?? ""
         if let namespace {
             sql = PostgresQuery(
                 unsafeSQL: """
-                    WITH changed AS (\(query.sql)),
+                    WITH changed AS (\(query.sql)),\(recorded)
                     notified AS (
                         SELECT pg_notify('\(Self.channel(for: namespace))', json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                         FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
                     )
                     SELECT count(*), (SELECT count(*) FROM notified) FROM changed
-                    """, binds: query.binds)
+                    """, binds: binds)
+        } else if !recorded.isEmpty {
+            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)),\(recorded.dropLast()) SELECT count(*), 0::bigint FROM changed", binds: binds)
         } else {
             sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)) SELECT count(*), 0::bigint FROM changed", binds: query.binds)
         }
