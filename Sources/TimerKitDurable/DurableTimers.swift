@@ -245,7 +245,9 @@ public final class DurableTimers: Sendable {
         let interval: Duration? = if case .interval(let nanoseconds) = record.recurrence { .nanoseconds(nanoseconds) } else { nil }
         let rule: CalendarRule? = if case .rule(let rule) = record.recurrence { rule } else { nil }
         let state: DurableTimerInfo.State =
-            if record.isPaused { .paused } else if record.isParked { .failed } else if runner.handler(record.handler) == nil { .orphaned } else if let lease = record.leaseUntil, lease > now() {
+            if record.isPaused { .paused } else if record.isParked { .failed } else if runner.handler(record.handler) == nil {
+                .orphaned
+            } else if let lease = record.leaseUntil, lease > now() {
                 .running
             } else { .scheduled }
         return DurableTimerInfo(

@@ -17,7 +17,7 @@ struct TimerKitCommand: AsyncParsableCommand {
               timerkit at 9:30am -- echo stand-up     run a command at 09:30 (wall clock)
               timerkit timeout 10s make test          stop a command after 10 s (exit 124)
               timerkit demo                           walk through TimerKit's promises
-              timerkit durable ls --db timers.sqlite  list durable timers (see durable --help)
+              timerkit durable ls --db timers.sqlite  list durable timers (durable --help)
 
             Durations: 250ms, 1.5s, 90s, 2m, 1h30m, 1d, 1w, us, ns; a bare number is
             seconds; at most 100 years.

@@ -29,7 +29,9 @@ struct DurableCommandTests {
     func help() async throws {
         let top = try await ToolRunner.run(["--help"], environment: ["COLUMNS": "80"])
         #expect(top.output.contains("timerkit durable ls") && top.output.contains("69"), "\(top.output)")
-        for subcommand in [[], ["ls"], ["show"], ["cancel"], ["retry"], ["schema"], ["migrate"]] {
+        for subcommand in [
+            [], ["ls"], ["show"], ["why"], ["plan"], ["history"], ["stats"], ["cancel"], ["retry"], ["pause"], ["resume"], ["schema"], ["migrate"]
+        ] {
             let help = try await durable(subcommand + ["--help"], environment: ["COLUMNS": "80"])
             #expect(help.status == 0, "\(subcommand): \(help.error)")
             let long = help.output.split(separator: "\n").filter { $0.count > 80 }
@@ -57,7 +59,13 @@ struct DurableCommandTests {
             (["retry", "--db", "/tmp/x.sqlite", "--handler", "h"], "run it at a terminal to confirm, or add --yes"),
             (["schema", "--from", "1"], "--from goes with --sql"),
             (["schema", "--db", "/tmp/x.sqlite", "--sql", "--from", "99"], "--from must be 0 to"),
-            (["schema", "--db", "/tmp/x.sqlite", "--sql"], "--sql is for PostgreSQL")
+            (["schema", "--db", "/tmp/x.sqlite", "--sql"], "--sql is for PostgreSQL"),
+            (["plan", "--db", "/tmp/x.sqlite", "k", "--count", "0"], "--count must be 1 to 1000"),
+            (["plan", "--db", "/tmp/x.sqlite", "k", "--outage", "soon"], "invalid duration 'soon'"),
+            (["history", "--db", "/tmp/x.sqlite", "k", "--limit", "0"], "--limit must be 1 to 10000"),
+            (["stats", "--db", "/tmp/x.sqlite", "--late-by", "0s"], "--late-by must be more than zero"),
+            (["pause", "--db", "/tmp/x.sqlite"], "give keys, --handler NAME or --namespace-wide"),
+            (["resume", "--db", "/tmp/x.sqlite", "k", "--namespace-wide"], "give one of keys, --handler NAME and --namespace-wide")
         ])
     func badInput(arguments: [String], problem: String) async throws {
         let outcome = try await durable(arguments)
@@ -98,7 +106,8 @@ struct DurableCommandTests {
         #expect(statuses["a/scheduled"] == "scheduled" && statuses["b/due"] == "due" && statuses["c/running"] == "running")
         #expect(statuses["d/retrying"] == "retrying" && statuses["e/parked"] == "parked", "\(statuses)")
         #expect(lines.first { $0.hasPrefix("e/parked") }?.contains("the card was declined") == true)
-        #expect(lines.first { $0.hasPrefix("a/scheduled") }?.contains("+0000") == true, "local time (UTC here): \(outcome.output)")
+        let deadline = try #require(rows.first { $0.first == "a/scheduled" }?[3])
+        #expect(ISO8601DateFormatter.withFractions.date(from: deadline) != nil, "an instant in UTC: \(outcome.output)")
         #expect(!outcome.output.contains("more:"), "one page")
     }
 
@@ -203,6 +212,7 @@ struct DurableCommandTests {
             #expect(parked.output.contains("\n\(field)") || parked.output.hasPrefix(field), "\(field) in \(parked.output)")
         }
         #expect(parked.output.contains("status:          parked") && parked.output.contains("the card was declined by the bank"), "\(parked.output)")
+        #expect(parked.output.contains("last run:        parked at "), "\(parked.output)")
         let scheduled = try await durable(["show", "--db", fixture.path, "a/scheduled", "--json"])
         let object = try #require(try jsonLines(scheduled.output).first)
         #expect(object["key"] as? String == "a/scheduled" && object["intervalSeconds"] as? Double == 3600)
@@ -211,6 +221,101 @@ struct DurableCommandTests {
         let missing = try await durable(["show", "--db", fixture.path, "no/such"])
         #expect(missing.status == 1 && missing.output.isEmpty)
         #expect(missing.error == "timerkit durable show: no durable timer is stored under 'no/such' in namespace 'default'\n", "\(missing.error)")
+    }
+
+    // MARK: why, plan, history, stats
+
+    @Test("why gives the answer first: parked with its error, an orphan, not due yet; a one-shot that ran is not stored (exit 1) but its last run is shown")
+    func why() async throws {
+        let fixture = try await DurableFixture.make()
+        defer { Task { await fixture.close() } }
+        let parked = try await durable(["why", "--db", fixture.path, "e/parked"])
+        #expect(parked.status == 0 && parked.output.hasPrefix("parked as failed: the card was declined"), "\(parked.output)\(parked.error)")
+        #expect(parked.output.contains("last run: parked at "), "\(parked.output)")
+        let orphan = try await durable(["why", "--db", fixture.path, "b/due"])
+        #expect(orphan.output.hasPrefix("orphan: no live instance has registered its handler 'nobody'"), "\(orphan.output)")
+        let later = try await durable(["why", "--db", fixture.path, "p/1"])
+        #expect(later.output.hasPrefix("not due yet: ready at "), "\(later.output)")
+        let running = try await durable(["why", "--db", fixture.path, "c/running"])
+        #expect(running.output.hasPrefix("claimed by instance ") && running.output.contains("its handler is running there"), "\(running.output)")
+        let gone = try await durable(["why", "--db", fixture.path, "f/done"])
+        #expect(gone.status == 1, "\(gone.error)")
+        #expect(gone.output.hasPrefix("no timer is stored under 'f/done'") && gone.output.contains("last run: succeeded at "), "\(gone.output)")
+    }
+
+    @Test("plan lists the next occurrences and what an outage makes of them; a key not stored exits 1")
+    func plan() async throws {
+        let fixture = try await DurableFixture.make()
+        defer { Task { await fixture.close() } }
+        let outcome = try await durable(["plan", "--db", fixture.path, "a/scheduled", "--count", "3", "--outage", "3h"])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let lines = outcome.output.split(separator: "\n")
+        #expect(lines.first?.hasPrefix("next occurrences of 'a/scheduled'") == true, "\(outcome.output)")
+        #expect(lines.dropFirst().prefix { $0.hasPrefix("  ") }.count == 3, "\(outcome.output)")
+        #expect(outcome.output.contains("after an outage of 3h"), "\(outcome.output)")
+        let missing = try await durable(["plan", "--db", fixture.path, "no/such"])
+        #expect(missing.status == 1 && missing.error.contains("no durable timer is stored under 'no/such'"), "\(missing.error)")
+    }
+
+    @Test("history shows the runs newest first, also of a one-shot that is gone; --json a line per run; no run recorded exits 1")
+    func history() async throws {
+        let fixture = try await DurableFixture.make()
+        defer { Task { await fixture.close() } }
+        let done = try await durable(["history", "--db", fixture.path, "f/done"])
+        #expect(done.status == 0, "\(done.error)")
+        let lines = done.output.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].hasPrefix("STARTED") && lines[1].contains(" succeeded "), "\(done.output)")
+        let parked = try jsonLines(try await durable(["history", "--db", fixture.path, "e/parked", "--json"]).output)
+        #expect(parked.count == 1, "\(parked)")
+        #expect(parked.first?["outcome"] as? String == "parked" && (parked.first?["error"] as? String)?.hasPrefix("the card was declined") == true)
+        #expect(parked.first?["attempt"] as? Int == 1 && parked.first?["latenessSeconds"] is Double && parked.first?["instance"] is String)
+        let none = try await durable(["history", "--db", fixture.path, "p/1"])
+        #expect(none.status == 1 && none.error.contains("no run of 'p/1' is recorded"), "\(none.error)")
+    }
+
+    @Test("stats counts each handler's timers by status and lists the instances alive")
+    func stats() async throws {
+        let fixture = try await DurableFixture.make()
+        defer { Task { await fixture.close() } }
+        let outcome = try await durable(["stats", "--db", fixture.path])
+        #expect(outcome.status == 0, "\(outcome.error)")
+        #expect(outcome.output.hasPrefix("namespace default at "), "\(outcome.output)")
+        for handler in ["fail", "flaky", "hold", "later", "nobody"] {
+            #expect(outcome.output.split(separator: "\n").contains { $0.hasPrefix(handler + " ") }, "\(handler) in \(outcome.output)")
+        }
+        #expect(outcome.output.contains("instances: 3 alive of 3 recorded"), "\(outcome.output)")
+    }
+
+    // MARK: pause and resume
+
+    @Test("pause and resume a timer by key, a handler's timers, and the namespace; ls --status paused finds them")
+    func pauseAndResume() async throws {
+        let fixture = try await DurableFixture.make()
+        defer { Task { await fixture.close() } }
+        func paused() async throws -> [String] {
+            let outcome = try await durable(["ls", "--db", fixture.path, "--status", "paused", "--json"])
+            return try jsonLines(outcome.output).flatMap { ($0["timers"] as? [[String: Any]]) ?? [] }.compactMap { $0["key"] as? String }
+        }
+        let one = try await durable(["pause", "--db", fixture.path, "a/scheduled", "no/such"])
+        #expect(one.status == 1 && one.output == "paused a/scheduled\n" && one.error.contains("'no/such'"), "\(one.output)\(one.error)")
+        #expect(try await paused() == ["a/scheduled"])
+        #expect(try await durable(["why", "--db", fixture.path, "a/scheduled"]).output.hasPrefix("paused (this timer)"))
+        #expect(try await durable(["resume", "--db", fixture.path, "a/scheduled"]).output == "resumed a/scheduled\n")
+        #expect(try await paused() == [])
+
+        let handler = try await durable(["pause", "--db", fixture.path, "--handler", "later"])
+        #expect(handler.status == 0 && handler.output.hasPrefix("paused handler later: 6 timers held"), "\(handler.output)\(handler.error)")
+        #expect(try await paused() == ["a/scheduled", "p/1", "p/2", "p/3", "p/4", "p/5"])
+        let held = try await durable(["resume", "--db", fixture.path, "p/1"])
+        #expect(held.status == 1 && held.error.contains("pause holds it"), "the handler's pause holds it: \(held.error)")
+        #expect(try await durable(["resume", "--db", fixture.path, "--handler", "later"]).output.hasPrefix("resumed handler later: 6 timers"))
+        #expect(try await paused() == [])
+
+        let namespace = try await durable(["pause", "--db", fixture.path, "--namespace-wide"])
+        #expect(namespace.status == 0 && namespace.output.hasPrefix("paused namespace 'default': "), "\(namespace.output)\(namespace.error)")
+        #expect(try await paused().count == DurableFixture.keys.count, "every timer (the running one too)")
+        #expect(try await durable(["resume", "--db", fixture.path, "--namespace-wide"]).status == 0)
+        #expect(try await paused() == [])
     }
 
     // MARK: cancel and retry

@@ -12,6 +12,8 @@ import TimerKitDurable
 /// | `d/retrying` | `flaky` | retrying: its handler threw; the retry is an hour away |
 /// | `e/parked` | `fail` | parked: its handler threw, and one attempt is all it gets |
 /// | `p/1` … `p/5` | `later` | scheduled: 2, 3, … 6 hours from now |
+///
+/// and `f/done`, a one-shot of handler `ok` that ran and is gone: its run is in the history.
 final class DurableFixture: Sendable {
     let folder: URL
     /// The runners that hold `c/running` and wrote the failures; ``close()`` stops them.
@@ -57,7 +59,7 @@ final class DurableFixture: Sendable {
     static func fill(namespace: String, open: (DurableTimers.Options) async throws(DurableTimerError) -> DurableTimers) async throws -> [DurableTimers] {
         let now = Date()
         var quiet = DurableTimers.Options()
-        quiet.onError = { _ in }
+        quiet.onError = { error in FileHandle.standardError.write(Data("DurableFixture: \(error)\n".utf8)) }
         // Never started: it only schedules.
         let scheduler = try await open(quiet)
         try await scheduler.register("later", payload: Note.self) { _, _ in }
@@ -84,29 +86,37 @@ final class DurableFixture: Sendable {
         parking.maxAttempts = 1
         let parker = try await open(parking)
         try await parker.register("fail", payload: Note.self) { _, _ in throw Declined() }
+        try await parker.register("ok", payload: Note.self) { _, _ in }
 
         for runner in [holder, retrier, parker] { await runner.start() }
         try await holder.schedule(key: "c/running", at: now.addingTimeInterval(-1), handler: "hold", payload: Note(text: "c"))
         try await retrier.schedule(key: "d/retrying", at: now.addingTimeInterval(-1), handler: "flaky", payload: Note(text: "d"))
         try await parker.schedule(key: "e/parked", at: now.addingTimeInterval(-1), handler: "fail", payload: Note(text: "e"))
+        try await parker.schedule(key: "f/done", at: now.addingTimeInterval(-1), handler: "ok", payload: Note(text: "f"))
         let end = Date().addingTimeInterval(30)
+        var seen = ""
         while Date() < end {
             let running = try await scheduler.timer(key: "c/running")
             let retried = try await scheduler.timer(key: "d/retrying")
             let parked = try await scheduler.timer(key: "e/parked")
+            let done = try await scheduler.history(key: "f/done")
+            let gone = try await scheduler.timer(key: "f/done") == nil
+            seen =
+                "c/running \(String(describing: running)), d/retrying \(String(describing: retried)), e/parked \(String(describing: parked)), "
+                + "f/done's runs \(done), f/done gone: \(gone)"
             if running?.leaseUntil.map({ $0 > Date().addingTimeInterval(600) }) == true, retried?.lastError != nil,
-                retried.map({ $0.readyAt > Date() }) == true,
-                parked?.state == .failed
+                retried.map({ $0.readyAt > Date() }) == true, parked?.state == .failed, done.count == 1, gone
             {
                 return [holder, retrier, parker]
             }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw FixtureNotReady()
+        throw FixtureNotReady(seen: seen)
     }
 
     struct FixtureNotReady: Error, CustomStringConvertible {
-        var description: String { "the fixture's runners did not bring c/running, d/retrying and e/parked to their statuses within 30 s" }
+        let seen: String
+        var description: String { "the fixture's runners did not bring c/running, d/retrying, e/parked and f/done to their statuses within 30 s: \(seen)" }
     }
 
     /// Stops the runners and removes the folder.

@@ -82,7 +82,8 @@ public struct DurableTimerDiagnosis: Sendable, Hashable, CustomStringConvertible
                 return "claimed by instance \(instance) until \(DurableTimerText.instant(until))"
                     + (alive ? ": its handler is running there" : ", which is not alive: the lease runs out then and another instance takes it")
             case .due(let wait, let instances):
-                return "due for \(DurableTimerText.duration(wait)); live instances running its handler: \(instances.joined(separator: ", ")) — a claim should take it now"
+                return
+                    "due for \(DurableTimerText.duration(wait)); live instances running its handler: \(instances.joined(separator: ", ")) — a claim should take it now"
             case .orphan(let handler):
                 return "orphan: no live instance has registered its handler '\(handler)'"
             case .noInstance:

@@ -86,7 +86,8 @@ extension DurableTimers {
             }
         }
         let afterOutage = outage.map { outage -> DurableTimerPlan.AfterOutage in
-            let plan = OccurrencePlan.make(record, now: record.due.addingSaturating(max(outage, .zero).saturatingNanoseconds), grace: options.grace.saturatingNanoseconds)
+            let plan = OccurrencePlan.make(
+                record, now: record.due.addingSaturating(max(outage, .zero).saturatingNanoseconds), grace: options.grace.saturatingNanoseconds)
             var next: Date?
             var parked: String?
             switch plan.next {
@@ -95,7 +96,8 @@ extension DurableTimers {
             case .delete, .retry: break
             }
             return DurableTimerPlan.AfterOutage(
-                outage: outage, fires: plan.fires, standsFor: plan.fires ? plan.deadlineCount : 0, skipped: plan.skippedCount, next: next, parkedBecause: parked)
+                outage: outage, fires: plan.fires, standsFor: plan.fires ? plan.deadlineCount : 0, skipped: plan.skippedCount, next: next, parkedBecause: parked
+            )
         }
         let zone = record.recurrence.calendarSchedule.flatMap { TimeZone(identifier: $0.timeZoneIdentifier) }
         return DurableTimerPlan(

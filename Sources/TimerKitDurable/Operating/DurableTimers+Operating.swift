@@ -87,7 +87,11 @@ extension DurableTimers {
         var handlers: [String: Date] = [:]
         var whole: Date?
         for pause in try await store.pauses(namespace: namespace) {
-            if let handler = pause.handler { handlers[handler] = Date(nanosecondsSince1970: pause.since) } else { whole = Date(nanosecondsSince1970: pause.since) }
+            if let handler = pause.handler {
+                handlers[handler] = Date(nanosecondsSince1970: pause.since)
+            } else {
+                whole = Date(nanosecondsSince1970: pause.since)
+            }
         }
         return (handlers, whole)
     }

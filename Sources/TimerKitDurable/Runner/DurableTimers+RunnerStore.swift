@@ -136,7 +136,8 @@ extension DurableTimers.Runner {
             let removed: Result<Set<StoredKey>, DurableTimerError>
             do {
                 removed = .success(
-                    try await context.store.finishAll(namespace: context.namespace, completed: batch.map(\.completion), keep: context.options.history.runsPerTimer))
+                    try await context.store.finishAll(
+                        namespace: context.namespace, completed: batch.map(\.completion), keep: context.options.history.runsPerTimer))
             } catch {
                 removed = .failure(error)
             }

@@ -257,8 +257,7 @@ package enum DurableTimerOutcome: Sendable, Hashable {
 
 extension DurableTimerStore {
     /// Ends a claimed occurrence without recording a run.
-    package func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool
-    {
+    package func finish(namespace: String, key: String, owner: String, sequence: Int64, outcome: DurableTimerOutcome) async throws(DurableTimerError) -> Bool {
         try await finish(namespace: namespace, key: key, owner: owner, sequence: sequence, outcome: outcome, run: nil, keep: 0)
     }
 

@@ -15,13 +15,15 @@ struct DurableCommand: AsyncParsableCommand {
             Examples:
               timerkit durable ls --db timers.sqlite --status parked
               timerkit durable show --db timers.sqlite sale/42
+              timerkit durable why --db timers.sqlite sale/42
               timerkit durable retry --db timers.sqlite --status parked --handler sale.end
               TIMERKIT_DB=postgres://app@db/orders timerkit durable ls --json --all
 
             \(DurableExit.help)
             """,
         subcommands: [
-            DurableListCommand.self, DurableShowCommand.self, DurableCancelCommand.self, DurableRetryCommand.self, DurableSchemaCommand.self,
-            DurableMigrateCommand.self
+            DurableListCommand.self, DurableShowCommand.self, DurableWhyCommand.self, DurablePlanCommand.self, DurableHistoryCommand.self,
+            DurableStatsCommand.self, DurableCancelCommand.self, DurableRetryCommand.self, DurablePauseCommand.self, DurableResumeCommand.self,
+            DurableSchemaCommand.self, DurableMigrateCommand.self
         ])
 }

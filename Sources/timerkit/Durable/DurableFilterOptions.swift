@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import TimerKitDurable
 
-/// Which timers: `--status`, `--handler`, `--prefix`, `--due-before`, `--due-after`, shared by
+/// Which timers: `--status`, `--handler`, `--prefix`, `--due-before`, `--due-after`, `--late-by`, shared by
 /// `ls`, `cancel` and `retry`.
 struct DurableFilterOptions: ParsableArguments {
     @Option(
@@ -27,6 +27,12 @@ struct DurableFilterOptions: ParsableArguments {
         transform: { text throws(UsageError) in try DurableDateText.date(text) })
     var dueAfter: Date?
 
+    @Option(
+        help: ArgumentHelp(
+            "Only repeating timers whose occurrence came more than this long ago and has not succeeded (late ones).", valueName: "duration"),
+        transform: { text throws(UsageError) in try DurationText.duration(text) })
+    var lateBy: Duration?
+
     static var statusNames: String { DurableTimerQuery.Status.allCases.map(\.rawValue).joined(separator: ", ") }
 
     /// The statuses given, each checked.
@@ -43,12 +49,13 @@ struct DurableFilterOptions: ParsableArguments {
     }
 
     /// Whether no filter was given (every timer matches).
-    var isEmpty: Bool { status.isEmpty && handler == nil && prefix == nil && dueBefore == nil && dueAfter == nil }
+    var isEmpty: Bool { status.isEmpty && handler == nil && prefix == nil && dueBefore == nil && dueAfter == nil && lateBy == nil }
 
     /// The query of the first page.
     func query(limit: Int, after cursor: DurableTimerQuery.Cursor? = nil) throws(UsageError) -> DurableTimerQuery {
         DurableTimerQuery(
-            statuses: try statuses(), handler: handler, keyPrefix: prefix, dueFrom: dueAfter, dueBefore: dueBefore, limit: limit, after: cursor)
+            statuses: try statuses(), handler: handler, keyPrefix: prefix, dueFrom: dueAfter, dueBefore: dueBefore, lateBy: lateBy, limit: limit,
+            after: cursor)
     }
 
     /// The filter in words: `status parked, handler sale.end`.
@@ -57,8 +64,9 @@ struct DurableFilterOptions: ParsableArguments {
         if !status.isEmpty { parts.append("status \(status.joined(separator: ","))") }
         if let handler { parts.append("handler \(handler)") }
         if let prefix { parts.append("keys beginning with '\(prefix)'") }
-        if let dueAfter { parts.append("due at or after \(DurableTimerText.local(dueAfter))") }
-        if let dueBefore { parts.append("due before \(DurableTimerText.local(dueBefore))") }
+        if let dueAfter { parts.append("due at or after \(DurableFormat.instant(dueAfter))") }
+        if let dueBefore { parts.append("due before \(DurableFormat.instant(dueBefore))") }
+        if let lateBy { parts.append("late by more than \(DurationText.describe(lateBy))") }
         return parts.isEmpty ? "every timer" : parts.joined(separator: ", ")
     }
 

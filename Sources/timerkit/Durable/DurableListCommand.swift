@@ -12,18 +12,19 @@ struct DurableListCommand: DurableSubcommand {
             [--limit <n>] [--after <cursor>] [--all] [--json]
             """,
         discussion: """
-            A table: key, handler, status, next deadline (local time), attempts and the last \
+            A table: key, handler, status, next deadline (UTC), attempts and the last \
             error (cut to the terminal's width). When there are more, the last line gives the \
             cursor of the next page: pass it to --after, or use --all.
 
             --json prints one line of JSON per page, {"timers": [...], "next": CURSOR or null}, \
-            each timer with every field (dates in ISO 8601, UTC); with --all, one line per page. \
+            each timer with every field (instants in ISO 8601, UTC); with --all, one line per page. \
             A page holds the timers of one query: a walk through the pages sees each timer \
             stored throughout exactly once.
 
             Statuses: scheduled (waiting for its occurrence), due (its time has come, no runner \
             holds it), running (a runner holds it), retrying (its handler threw; it waits for the \
-            retry), parked (failed; waits for retry or cancel).
+            retry), parked (failed; waits for retry or cancel), paused (by key, handler or \
+            namespace; waits for resume).
 
             Examples:
               timerkit durable ls --db timers.sqlite --status parked
@@ -64,9 +65,9 @@ struct DurableListCommand: DurableSubcommand {
             if json {
                 let now = Date()
                 Output.line(
-                    DurableTimerText.jsonLine(
+                    DurableFormat.jsonLine(
                         [
-                            "timers": page.timers.map { DurableTimerText.json($0, now: now) }, "next": page.next?.description ?? NSNull()
+                            "timers": page.timers.map { DurableFormat.json($0, now: now) }, "next": page.next?.description ?? NSNull()
                         ] as [String: Any]))
             } else {
                 // One table for every page, its columns as wide as the widest cell of all.
@@ -87,7 +88,7 @@ struct DurableListCommand: DurableSubcommand {
         var table = DurableTable("KEY", "HANDLER", "STATUS", "NEXT DEADLINE", "ATTEMPTS", "LAST ERROR")
         for timer in timers {
             table.append([
-                timer.key, timer.handler, DurableTimerText.status(of: timer, now: now).rawValue, DurableTimerText.local(timer.nextDeadline),
+                timer.key, timer.handler, DurableFormat.status(of: timer, now: now).rawValue, DurableFormat.instant(timer.nextDeadline),
                 "\(timer.attempts)", timer.lastError ?? ""
             ])
         }

@@ -26,10 +26,10 @@ struct DurableShowCommand: DurableSubcommand {
         guard let timer = try await timers.timer(key: key) else { throw DurableFailure.notStored(key, namespace: store.namespace) }
         let now = Date()
         if json {
-            Output.line(DurableTimerText.jsonLine(DurableTimerText.json(timer, now: now)))
+            Output.line(DurableFormat.jsonLine(DurableFormat.json(timer, now: now)))
             return
         }
-        let fields = DurableTimerText.lines(timer, now: now)
+        let fields = DurableFormat.lines(timer, now: now)
         let width = fields.map(\.0.count).max() ?? 0
         for (name, value) in fields {
             Output.line(name + ":" + String(repeating: " ", count: width - name.count + 1) + value)

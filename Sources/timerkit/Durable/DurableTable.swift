@@ -8,7 +8,7 @@ struct DurableTable {
 
     mutating func append(_ row: [String]) {
         precondition(row.count == headers.count, "a row of \(row.count) cells in a table of \(headers.count) columns")
-        rows.append(row.map(DurableTimerText.oneLine))
+        rows.append(row.map(DurableFormat.oneLine))
     }
 
     /// The lines, each at most `width` characters when the columns before the last fit (the last
