@@ -437,7 +437,8 @@ struct DurableCommandTests {
             "TIMERKIT_POSTGRES_URL is not set: run the tests with a server, `Scripts/with-postgres swift test` (it starts one on loopback)")
     }
 
-    @Test("On PostgreSQL, ls, show, cancel and retry work in a namespace of their own", .enabled(if: runsPostgres))
+    @Test(
+        "On PostgreSQL, ls, show, why, history, stats, pause, resume, cancel and retry work in a namespace of their own", .enabled(if: runsPostgres))
     func postgres() async throws {
         let url = try requireServer()
         let configuration = try #require(PostgresURL.configuration(url))
@@ -456,6 +457,16 @@ struct DurableCommandTests {
         let parked = try await durable(["ls", "--status", "parked"] + store)
         #expect(parked.output.split(separator: "\n").dropFirst().map { String($0.prefix { $0 != " " }) } == ["e/parked"], "\(parked.output)")
         #expect(try await durable(["show", "e/parked"] + store).output.contains("the card was declined"))
+        #expect(try await durable(["why", "e/parked"] + store).output.hasPrefix("parked as failed: the card was declined"))
+        let history = try await durable(["history", "f/done"] + store)
+        #expect(history.status == 0 && history.output.contains(" succeeded "), "\(history.output)\(history.error)")
+        let stats = try await durable(["stats"] + store)
+        #expect(stats.status == 0 && stats.output.contains("instances: 3 alive of 3 recorded"), "\(stats.output)\(stats.error)")
+        let paused = try await durable(["pause", "--handler", "later"] + store)
+        #expect(paused.output.hasPrefix("paused handler later: 6 timers held"), "\(paused.output)\(paused.error)")
+        let listedPaused = try await durable(["ls", "--status", "paused"] + store)
+        #expect(listedPaused.output.split(separator: "\n").count == 7, "a header and 6 timers: \(listedPaused.output)")
+        #expect(try await durable(["resume", "--handler", "later"] + store).output.hasPrefix("resumed handler later: 6 timers"))
         #expect(try await durable(["retry", "e/parked"] + store).status == 0)
         let cancelled = try await durable(["cancel", "--prefix", "p/", "--yes"] + store)
         #expect(cancelled.status == 0 && cancelled.output.split(separator: "\n").count == 5, "\(cancelled.output)\(cancelled.error)")
