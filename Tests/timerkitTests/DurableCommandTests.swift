@@ -2,6 +2,8 @@ import Foundation
 import Testing
 import TimerKitDurable
 
+@testable import timerkit
+
 #if canImport(TimerKitPostgres)
 import TimerKitPostgres
 #endif
@@ -128,6 +130,7 @@ struct DurableCommandTests {
         #expect(try await keys(["--prefix", "p/", "--due-after", "+4h30m"]) == ["p/4", "p/5"])
         #expect(try await keys(["--due-before", "now", "--status", "due"]) == ["b/due"])
         #expect(try await keys(["--due-before", "30s ago"]) == ["b/due"])
+        #expect(try await keys(["--due-before=-30s"]) == ["b/due"])
         let none = try await durable(["ls", "--db", fixture.path, "--handler", "nobody-at-all"])
         #expect(none.status == 0 && none.output.isEmpty && none.error.contains("no timer matches (handler nobody-at-all)"), "\(none.error)")
         let otherNamespace = try await durable(["ls", "--db", fixture.path, "--namespace", "elsewhere"])
@@ -506,6 +509,41 @@ struct DurableCommandTests {
         #expect(outcome.error.contains("built without PostgreSQL"), "\(outcome.error)")
     }
     #endif
+}
+
+/// What `--db` and the date filters read.
+@Suite("timerkit durable: reading --db and dates")
+struct DurableInputTests {
+    @Test("--db reads sqlite:PATH, sqlite://PATH, a bare path, postgres:// and postgresql:// URLs, shows a URL without its password, refuses other schemes")
+    func locations() throws {
+        #expect(try DurableLocation("sqlite:timers.sqlite") == .sqlite(path: "timers.sqlite"))
+        #expect(try DurableLocation("sqlite:///var/db/timers.sqlite") == .sqlite(path: "/var/db/timers.sqlite"))
+        #expect(try DurableLocation(" ./t.sqlite ") == .sqlite(path: "./t.sqlite"))
+        #expect(try DurableLocation("/data/a:b.sqlite") == .sqlite(path: "/data/a:b.sqlite"))
+        #expect(try DurableLocation("postgres://app@db:5433/orders") == .postgres(url: "postgres://app@db:5433/orders"))
+        #expect(try DurableLocation("PostgreSQL://app@db/orders") == .postgres(url: "PostgreSQL://app@db/orders"))
+        #expect(try DurableLocation("postgres://app:secret@db/orders").description == "postgres://app:***@db/orders")
+        #expect(throws: UsageError.self) { try DurableLocation("mysql://app@db/orders") }
+        #expect(throws: UsageError.self) { try DurableLocation("") }
+        #expect(throws: UsageError.self) { try DurableLocation("sqlite:") }
+    }
+
+    @Test("--due-before and --due-after read ISO 8601 (local or with an offset), a day, today, now, +1h, 1h ago and -1h")
+    func dates() throws {
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "Europe/Paris")!
+        let now = Date(timeIntervalSince1970: 1_795_564_800)  // 2026-11-25T00:00:00Z, 01:00 in Paris
+        func date(_ text: String) throws -> Date { try DurableDateText.date(text, now: now, calendar: calendar) }
+        #expect(try date("2026-11-23T20:00Z") == Date(timeIntervalSince1970: 1_795_464_000))
+        #expect(try date("2026-11-23T21:00") == Date(timeIntervalSince1970: 1_795_464_000), "local: Paris is UTC+1 in November")
+        #expect(try date("2026-11-24") == Date(timeIntervalSince1970: 1_795_474_800), "midnight in Paris")
+        #expect(try date("today") == Date(timeIntervalSince1970: 1_795_561_200))
+        #expect(try date("now") == now)
+        #expect(try date("+1h") == now.addingTimeInterval(3600))
+        #expect(try date("90m ago") == now.addingTimeInterval(-5400))
+        #expect(try date("-90m") == now.addingTimeInterval(-5400))
+        #expect(throws: UsageError.self) { try date("soonish") }
+    }
 }
 
 extension ISO8601DateFormatter {

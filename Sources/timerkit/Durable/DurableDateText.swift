@@ -3,7 +3,8 @@ import Foundation
 /// A date for `--due-before` and `--due-after`, past or future: ISO 8601 (`2026-11-23T20:00`,
 /// local time unless it has an offset, or `…Z`), a day (`2026-11-23`, its local midnight;
 /// `yesterday`, `today`, `tomorrow` the same), `now`,
-/// `+1h` (from now), `1h ago`, or what `at` takes (`tomorrow 9am`, `09:30`).
+/// `+1h` (from now), `1h ago` (or `-1h`, given as `--due-before=-1h`), or what `at` takes
+/// (`tomorrow 9am`, `09:30`).
 enum DurableDateText {
     static let help = "a date: 2026-11-23T20:00 (ISO 8601, local unless it has an offset), 2026-11-23, today, now, +1h or 1h ago"
 
@@ -16,6 +17,10 @@ enum DurableDateText {
         }
         if lowered.hasPrefix("+") {
             return now.addingTimeInterval(Double(try DurationText.nanoseconds(String(lowered.dropFirst()))) / 1e9)
+        }
+        if lowered.hasPrefix("-") {
+            // `--due-before=-5m`: with `=`, as ArgumentParser reads a value that starts with a dash.
+            return now.addingTimeInterval(-Double(try DurationText.nanoseconds(String(lowered.dropFirst()))) / 1e9)
         }
         if lowered.hasSuffix(" ago") {
             return now.addingTimeInterval(-Double(try DurationText.nanoseconds(String(lowered.dropLast(4)))) / 1e9)

@@ -20,9 +20,9 @@ enum DurableExit {
         switch error {
         case .notFound: nothingDone
         case .invalidKey, .invalidDate, .invalidDuration, .invalidRule, .unknownHandler, .payload, .keyInUse: badInput
-        case .cannotOpen, .corrupt, .locked, .full, .store, .schema, .unreachable, .clockSkew, .shutDown, .notACalendarClock, .handlerAlreadyRegistered,
-            .leaseLost:
-            unavailable
+        // The store's failures (cannotOpen, corrupt, locked, full, store, schema, unreachable,
+        // clockSkew), and any case added later.
+        default: unavailable
         }
     }
 

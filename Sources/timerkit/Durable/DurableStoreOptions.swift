@@ -88,7 +88,7 @@ enum DurableLocation: Equatable, CustomStringConvertible {
             return "sqlite:\(path)"
         case .postgres(let url):
             guard var components = URLComponents(string: url), components.password != nil else { return url }
-            components.password = "…"
+            components.password = "***"
             return components.string ?? url
         }
     }
