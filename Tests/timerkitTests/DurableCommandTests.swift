@@ -276,7 +276,7 @@ struct DurableCommandTests {
         #expect(none.status == 1 && none.error.contains("no run of 'p/1' is recorded"), "\(none.error)")
     }
 
-    @Test("stats counts each handler's timers by status and lists the instances alive")
+    @Test("stats counts each handler's timers by status and lists the instances alive; --json the same as one object")
     func stats() async throws {
         let fixture = try await DurableFixture.make()
         defer { Task { await fixture.close() } }
@@ -287,6 +287,13 @@ struct DurableCommandTests {
             #expect(outcome.output.split(separator: "\n").contains { $0.hasPrefix(handler + " ") }, "\(handler) in \(outcome.output)")
         }
         #expect(outcome.output.contains("instances: 3 alive of 3 recorded"), "\(outcome.output)")
+
+        let json = try #require(try jsonLines(try await durable(["stats", "--db", fixture.path, "--json"]).output).first)
+        let handlers = try #require(json["handlers"] as? [[String: Any]])
+        let later = try #require(handlers.first { $0["name"] as? String == "later" })
+        #expect((later["counts"] as? [String: Int])?["scheduled"] == 6 && later["total"] as? Int == 6, "\(later)")
+        #expect((json["totals"] as? [String: Int])?["parked"] == 1 && (json["totals"] as? [String: Int])?["running"] == 1, "\(json)")
+        #expect((json["instances"] as? [[String: Any]])?.filter { $0["alive"] as? Bool == true }.count == 3, "\(json)")
     }
 
     // MARK: pause and resume
