@@ -24,8 +24,8 @@ struct DurableTargets: ParsableArguments {
         if !filter.isEmpty { try DurableConfirmation.requireTerminalOrYes(yes, command: command) }
     }
 
-    /// The keys to act on, after the question for a filter; empty when the question was declined
-    /// (said on stderr). Throws status 1 when the filter matches nothing.
+    /// The keys to act on: those given, or those the filter matches once the question is answered
+    /// yes. Throws status 1 when the filter matches nothing or the question is declined.
     func resolve(in timers: DurableTimers, verb: String, location: String) async throws -> [String] {
         guard !filter.isEmpty else { return keys }
         let matched = try await filter.keys(in: timers)
