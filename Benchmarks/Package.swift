@@ -11,7 +11,8 @@ let package = Package(
         .executable(name: "timerkit-bench", targets: ["timerkit-bench"]),
         .executable(name: "timerkit-durable-bench", targets: ["timerkit-durable-bench"]),
         .executable(name: "timerkit-fleet-bench", targets: ["timerkit-fleet-bench"]),
-        .executable(name: "timerkit-cron-bench", targets: ["timerkit-cron-bench"])
+        .executable(name: "timerkit-cron-bench", targets: ["timerkit-cron-bench"]),
+        .executable(name: "timerkit-query-bench", targets: ["timerkit-query-bench"])
     ],
     dependencies: [
         // Named, so that the reference below does not depend on the name of the clone's folder.
@@ -51,6 +52,15 @@ let package = Package(
                 .product(name: "TimerKitPostgres", package: "TimerKit"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "TimerKit", package: "TimerKit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser")
+            ]
+        ),
+        // Operating a million durable timers: listing, counting, pausing; SQLite and PostgreSQL.
+        .executableTarget(
+            name: "timerkit-query-bench",
+            dependencies: [
+                .product(name: "TimerKitDurable", package: "TimerKit"),
+                .product(name: "TimerKitPostgres", package: "TimerKit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
         ),

@@ -16,7 +16,7 @@ import TimerKit
 /// ```
 ///
 /// - **Handlers by name.** A timer stores the name of its handler and a `Codable` payload, never a
-///   closure; after a restart, ``register(_:payload:timeout:_:)`` binds the name again. A timer
+///   closure; after a restart, ``register(_:payload:timeout:retry:_:)`` binds the name again. A timer
 ///   whose handler is not registered waits untouched (``orphans(limit:)``); one whose payload does
 ///   not decode as the registered type is parked as failed, never run with a wrong value.
 /// - **No polling.** The runner loads the timers due within its horizon into TimerKit's engine as
@@ -104,7 +104,8 @@ public final class DurableTimers: Sendable {
     ///
     /// While the process lives, one occurrence runs once; a process that dies mid-run leaves it to
     /// run again (at least once): use ``DurableFire/idempotencyKey`` for side effects outside the
-    /// store. When the handler throws, the occurrence is retried (``Options/maxAttempts``).
+    /// store. When the handler throws, the occurrence is retried as `retry` says (the runner's
+    /// ``Options/maxAttempts``, ``Options/retryDelay`` and ``Options/maxRetryDelay`` without one).
     ///
     /// The handler's task is cancelled — cooperatively: it ends when it checks — when it outlives
     /// `timeout` (then the run counts as a failed attempt), when its timer is cancelled or replaced
@@ -116,14 +117,20 @@ public final class DurableTimers: Sendable {
     ///   - name: The handler's name, stored with each of its timers (1 to 512 bytes of UTF-8).
     ///   - payload: The type its timers' payloads decode as.
     ///   - timeout: The longest a run may take; `nil` for ``Options/handlerTimeout``.
+    ///   - retry: How its failed runs are retried; `nil` for the runner's options.
     ///   - handler: Runs each occurrence, with its payload and what the runner knows of the fire.
     /// - Throws: ``DurableTimerError/handlerAlreadyRegistered(_:)``, ``DurableTimerError/invalidKey(_:)``
-    ///   for an invalid name, ``DurableTimerError/invalidDuration(_:)`` for a timeout of zero or less.
+    ///   for an invalid name, ``DurableTimerError/invalidDuration(_:)`` for a timeout of zero or
+    ///   less, or a retry policy with fewer than one attempt or a delay of zero or less.
     public func register<Payload: Codable & Sendable>(
-        _ name: String, payload: Payload.Type, timeout: Duration? = nil, _ handler: @escaping @Sendable (Payload, DurableFire) async throws -> Void
+        _ name: String, payload: Payload.Type, timeout: Duration? = nil, retry: DurableRetryPolicy? = nil,
+        _ handler: @escaping @Sendable (Payload, DurableFire) async throws -> Void
     ) async throws(DurableTimerError) {
         try DurableLimits.validate(key: name)
         if let timeout, timeout <= .zero { throw .invalidDuration("a handler's timeout must be more than zero") }
+        if let retry, retry.maxAttempts < 1 || retry.delay <= .zero || retry.maxDelay < retry.delay {
+            throw .invalidDuration("a retry policy needs maxAttempts of at least 1, a delay of more than zero, and a maxDelay of at least the delay")
+        }
         let erased: Runner.Handler = { data, fire in
             let payload: Payload
             do {
@@ -133,7 +140,12 @@ public final class DurableTimers: Sendable {
             }
             try await handler(payload, fire)
         }
-        try runner.register(name, Runner.Registered(handler: erased, timeout: timeout))
+        let policy = retry.map { retry in
+            RunnerStateMachine.Retry(
+                maxAttempts: retry.maxAttempts, delay: retry.delay.saturatingNanoseconds, maxDelay: retry.maxDelay.saturatingNanoseconds,
+                jitterPermille: Int64((retry.jitter * 1000).rounded()))
+        }
+        try runner.register(name, Runner.Registered(handler: erased, timeout: timeout, retry: policy))
         if runner.isStarted { await runner.refill() }
     }
 

@@ -10,7 +10,7 @@ import TimerKitDurable
 /// let metrics = DurableTimersMetrics(namespace: "orders")
 /// let timers = try await DurableTimers(postgres: configuration, namespace: "orders",
 ///                                      options: metrics.instrument(DurableTimers.Options()))
-/// let sampling = Task { await metrics.sample(timers, every: .seconds(10)) }
+/// let sampling = Task { await metrics.sample(timers, every: .seconds(10), lateBy: .seconds(60)) }
 /// ```
 ///
 /// Every metric carries the dimension `namespace`:
@@ -27,9 +27,11 @@ import TimerKitDurable
 /// | `timerkit_durable_loads` | counter | `scope`: `horizon`, `window` | loads of the horizon, and of windows of it that other instances' batches touched |
 /// | `timerkit_durable_loaded_timers` | counter | `scope` | timers those loads read (keys and ready times) |
 /// | `timerkit_durable_load_duration` | timer | `scope` | how long a load took |
-/// | `timerkit_durable_pending` | gauge | | timers in the namespace (at each ``sample(_:)``) |
+/// | `timerkit_durable_pending` | gauge | | timers in the namespace (at each ``sample(_:lateBy:)``) |
 /// | `timerkit_durable_due` | gauge | | occurrences due in this runner, waiting for a claim or a handler slot |
 /// | `timerkit_durable_running` | gauge | | handlers running in this runner |
+/// | `timerkit_durable_late` | gauge | `handler` | repeating timers whose occurrence is late by more than `lateBy` and has not succeeded (at each ``sample(_:lateBy:)`` given `lateBy`) |
+/// | `timerkit_durable_timers` | gauge | `handler`, `status` | timers by status (`scheduled`, `due`, `running`, `retrying`, `parked`, `paused`), likewise |
 ///
 /// Logs: a retry at `warning`, a parked timer and a store failure at `error`, a lost lease at
 /// `warning`, each with the key and handler as metadata; starts and claims at `trace`, ends at
@@ -139,18 +141,31 @@ public final class DurableTimersMetrics: Sendable {
     ///
     /// - Throws: The store's ``TimerKitDurable/DurableTimerError`` when it cannot count; the
     ///   runner's gauges are set first.
-    public func sample(_ timers: DurableTimers) async throws(DurableTimerError) {
+    ///
+    /// - Parameter lateBy: With a value, also counts the namespace's timers by handler and status
+    ///   and its late repeating timers (``TimerKitDurable/DurableTimers/stats(lateBy:window:)``,
+    ///   one query over the namespace) into `timerkit_durable_timers` and `timerkit_durable_late`.
+    public func sample(_ timers: DurableTimers, lateBy: Duration? = nil) async throws(DurableTimerError) {
         gauge("timerkit_durable_due").record(timers.waitingRuns)
         gauge("timerkit_durable_running").record(timers.runningHandlers)
         gauge("timerkit_durable_pending").record(try await timers.count())
+        guard let lateBy else { return }
+        let stats = try await timers.stats(lateBy: lateBy)
+        for handler in stats.handlers {
+            gauge("timerkit_durable_late", ["handler": handler.name]).record(handler.late)
+            for status in DurableTimerQuery.Status.allCases {
+                gauge("timerkit_durable_timers", ["handler": handler.name, "status": status.rawValue]).record(handler.counts[status] ?? 0)
+            }
+        }
     }
 
     /// Samples every `interval` of `clock` until the calling task is cancelled; a failed count is
-    /// recorded as an error and sampling goes on.
-    public func sample(_ timers: DurableTimers, every interval: Duration, clock: any Clock<Duration> = ContinuousClock()) async {
+    /// recorded as an error and sampling goes on. With `lateBy`, each sample also counts timers
+    /// by status and the late ones (see ``sample(_:lateBy:)``).
+    public func sample(_ timers: DurableTimers, every interval: Duration, lateBy: Duration? = nil, clock: any Clock<Duration> = ContinuousClock()) async {
         while !Task.isCancelled {
             do {
-                try await sample(timers)
+                try await sample(timers, lateBy: lateBy)
             } catch {
                 record(error)
             }
@@ -176,8 +191,8 @@ public final class DurableTimersMetrics: Sendable {
         CoreMetrics.Timer(label: label, dimensions: dimensions(extra), factory: factory)
     }
 
-    private func gauge(_ label: String) -> Gauge {
-        Gauge(label: label, dimensions: dimensions([:]), factory: factory)
+    private func gauge(_ label: String, _ extra: KeyValuePairs<String, String> = [:]) -> Gauge {
+        Gauge(label: label, dimensions: dimensions(extra), factory: factory)
     }
 
     static func name(of outcome: DurableTimerEvent.Outcome) -> String {

@@ -74,7 +74,7 @@ struct DurableBadInputTests {
         let clock = makeVirtualClock().clock
         // Created at its natural size, then reopened with a page limit it soon reaches.
         _ = try DurableTimers(path: database.path, clock: clock, options: exactOptions())
-        let store = try SQLiteTimerStore(path: database.path, busyTimeout: .seconds(1), durability: .full, pragmas: ["PRAGMA max_page_count = 8"])
+        let store = try SQLiteTimerStore(path: database.path, busyTimeout: .seconds(1), durability: .full, pragmas: ["PRAGMA max_page_count = 16"])
         let timers = try DurableTimers(store: store, namespace: "default", clock: clock, options: exactOptions())
         try await timers.register("note", payload: Note.self) { _, _ in }
         let big = Note(text: String(repeating: "x", count: 2_000))

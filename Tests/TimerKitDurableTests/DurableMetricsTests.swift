@@ -122,4 +122,30 @@ struct DurableMetricsTests {
         #expect(try metrics.expectGauge("timerkit_durable_pending", [("namespace", "default")]).lastValue == 0)
         await timers.shutdown()
     }
+
+    @Test(
+        "The late gauge counts a repeating timer whose occurrence has not succeeded within its grace, by handler; the timers gauge counts by status; both fall back when it runs"
+    )
+    func lateGauge() async throws {
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let metrics = TestMetrics()
+        let reporter = DurableTimersMetrics(namespace: "default", factory: metrics)
+        let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: reporter.instrument(exactOptions()))
+        try await timers.register("report", payload: Note.self) { _, _ in }
+        await timers.start()
+        try await timers.schedule(key: "hourly", every: .seconds(3_600), first: at(60), handler: "report", payload: Note(text: "x"))
+        try await timers.pause(key: "hourly")
+        await virtual.advance(by: .seconds(100))  // its occurrence at 60 is 40 s late
+        try await reporter.sample(timers, lateBy: .seconds(30))
+        #expect(try metrics.expectGauge("timerkit_durable_late", [("namespace", "default"), ("handler", "report")]).lastValue == 1)
+        #expect(try metrics.expectGauge("timerkit_durable_timers", [("namespace", "default"), ("handler", "report"), ("status", "paused")]).lastValue == 1)
+        try await timers.resume(key: "hourly")
+        await virtual.advance(by: .zero)
+        #expect(try await timers.timer(key: "hourly")?.nextDeadline == at(3_660))
+        try await reporter.sample(timers, lateBy: .seconds(30))
+        #expect(try metrics.expectGauge("timerkit_durable_late", [("namespace", "default"), ("handler", "report")]).lastValue == 0)
+        #expect(try metrics.expectGauge("timerkit_durable_timers", [("namespace", "default"), ("handler", "report"), ("status", "scheduled")]).lastValue == 1)
+        await timers.shutdown()
+    }
 }

@@ -49,11 +49,11 @@ struct SchemaTests {
         let database = try TemporaryDatabase()
         _ = try DurableTimers(path: database.path)
         let versions = try Self.versions(database)
-        #expect(DurableTimers.schemaVersion == 3)
-        #expect(versions.map(\.version) == [1, 2, 3])
+        #expect(DurableTimers.schemaVersion == 4)
+        #expect(versions.map(\.version) == Array(1...SchemaVersions.current))
         #expect(versions.allSatisfy { $0.by == SchemaVersions.release })
         _ = try DurableTimers(path: database.path)  // opening again applies nothing
-        #expect(try Self.versions(database).count == 3)
+        #expect(try Self.versions(database).count == SchemaVersions.current)
     }
 
     @Test(
@@ -68,8 +68,8 @@ struct SchemaTests {
         let log = FireLog()
         let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
         let versions = try Self.versions(database)
-        #expect(versions.map(\.version) == [1, 2, 3])
-        #expect(versions.map(\.by) == [SchemaVersions.adopted, SchemaVersions.release, SchemaVersions.release])
+        #expect(versions.map(\.version) == Array(1...SchemaVersions.current))
+        #expect(versions.map(\.by) == [SchemaVersions.adopted] + Array(repeating: SchemaVersions.release, count: SchemaVersions.current - 1))
 
         try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
         let keys = Set(try await timers.timers().map(\.key))
@@ -105,11 +105,11 @@ struct SchemaTests {
         let database = try TemporaryDatabase()
         _ = try DurableTimers(path: database.path)
         try DatabaseQueue(path: database.path).write { db in
-            try db.execute(sql: "INSERT INTO timerkit_schema (version, summary, applied_at, applied_by) VALUES (4, 'from the future', 'now', 'TimerKit 9')")
+            try db.execute(sql: "INSERT INTO timerkit_schema (version, summary, applied_at, applied_by) VALUES (99, 'from the future', 'now', 'TimerKit 9')")
         }
         let reason = Self.schemaError { _ = try DurableTimers(path: database.path) }
-        #expect(reason?.contains("schema version 4") == true && reason?.contains("up to 3") == true)
-        #expect(try Self.versions(database).map(\.version) == [1, 2, 3, 4])
+        #expect(reason?.contains("schema version 99") == true && reason?.contains("up to \(SchemaVersions.current)") == true)
+        #expect(try Self.versions(database).map(\.version) == Array(1...SchemaVersions.current) + [99])
     }
 
     @Test("C17: a table named timerkit_timers that TimerKit did not make is refused, with its columns in the error, and never altered")
@@ -130,7 +130,7 @@ struct SchemaTests {
         let options = exactOptions { $0.schemaUpgrade = .verifyOnly }
         let empty = try TemporaryDatabase()
         let reason = Self.schemaError { _ = try DurableTimers(path: empty.path, options: options) }
-        #expect(reason?.contains("no TimerKit tables") == true && reason?.contains("needs version 3") == true)
+        #expect(reason?.contains("no TimerKit tables") == true && reason?.contains("needs version \(SchemaVersions.current)") == true)
         let tables = try await DatabaseQueue(path: empty.path).read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master") }
         #expect(tables.isEmpty)
 
@@ -164,6 +164,6 @@ struct SchemaTests {
             }
         }
         #expect(failures.withLock { $0 }.isEmpty)
-        #expect(try Self.versions(database).map(\.version) == [1, 2, 3])
+        #expect(try Self.versions(database).map(\.version) == Array(1...SchemaVersions.current))
     }
 }

@@ -26,6 +26,8 @@ extension DurableTimers {
             var handler: Handler
             /// How long a run may take before its task is cancelled; `nil` for no limit.
             var timeout: Duration?
+            /// Its own retry policy, or `nil` for the runner's.
+            var retry: RunnerStateMachine.Retry?
         }
 
         /// What the runner works with: where timers are kept, whose they are, which clock.
@@ -171,7 +173,7 @@ extension DurableTimers {
 
         func register(_ name: String, _ registered: Registered) throws(DurableTimerError) {
             try state.withLock { (state) throws(DurableTimerError) in
-                guard state.machine.register(name) else { throw .handlerAlreadyRegistered(name) }
+                guard state.machine.register(name, retry: registered.retry) else { throw .handlerAlreadyRegistered(name) }
                 state.handlers[name] = registered
             }
         }

@@ -31,6 +31,33 @@ extension RunnerStateMachine {
         var renewalPeriod: Int64 { max(lease / 3, 1) }
     }
 
+    /// A handler's retry policy, in nanoseconds (``DurableRetryPolicy``).
+    struct Retry: Sendable, Equatable {
+        var maxAttempts: Int
+        var delay: Int64
+        var maxDelay: Int64
+        /// The jitter, in thousandths of the wait.
+        var jitterPermille: Int64
+
+        /// The wait after the failure of attempt `attempts`: doubling from ``delay`` up to
+        /// ``maxDelay``, spread by the jitter — the same for the same key and attempt anywhere.
+        func delay(after attempts: Int, key: StoredKey) -> Int64 {
+            let shift = Int64(min(max(attempts - 1, 0), 40))
+            let wait = min(delay.multipliedSaturating(by: 1 << shift), maxDelay)
+            guard jitterPermille > 0 else { return wait }
+            // FNV-1a of the key and the attempt, then a SplitMix step: a fraction in [-1, 1).
+            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+            for byte in key.string.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+            hash ^= UInt64(truncatingIfNeeded: attempts) &* 0x9e37_79b9_7f4a_7c15
+            hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9
+            hash = (hash ^ (hash >> 27)) &* 0x94d0_49bb_1331_11eb
+            hash ^= hash >> 31
+            let fraction = Double(hash >> 11) / Double(1 << 52) - 1
+            let spread = Double(wait) * Double(jitterPermille) / 1000 * fraction
+            return max(0, wait.addingSaturating(Int64(spread.rounded())))
+        }
+    }
+
     /// Where the runner as a whole stands.
     enum Lifecycle: Sendable, Equatable {
         /// Made, not started: nothing is loaded or armed.
@@ -75,6 +102,8 @@ extension RunnerStateMachine {
         var next: DurableTimerOutcome
         /// Why its task was cancelled, if it was.
         var cancellation: Cancellation?
+        /// When its handler was started (the claim's time; store time): the history's start.
+        var startedAt: Int64 = 0
     }
 
     /// The end of a run being written.

@@ -27,6 +27,8 @@ struct RunnerStateMachine: Sendable {
     private(set) var occurrences: [StoredKey: Occurrence] = [:]
     /// Handler names registered with this runner.
     private(set) var handlers: Set<String> = []
+    /// The retry policies of handlers registered with one of their own.
+    private var retries: [String: Retry] = [:]
     /// Timers ready by this instant are armed (or busy); later ones are loaded later.
     private(set) var loadedUntil: Int64 = .min
     /// Keys waiting for a claim round, in order (entries whose key is no longer queued are skipped).
@@ -66,7 +68,17 @@ struct RunnerStateMachine: Sendable {
     // MARK: Lifecycle and handlers
 
     /// Registers a handler name; `false` if it was registered already.
-    mutating func register(_ handler: String) -> Bool { handlers.insert(handler).inserted }
+    mutating func register(_ handler: String, retry: Retry? = nil) -> Bool {
+        guard handlers.insert(handler).inserted else { return false }
+        retries[handler] = retry
+        return true
+    }
+
+    /// The retry policy of `handler`: its own, or the runner's.
+    func retry(for handler: String) -> Retry {
+        retries[handler]
+            ?? Retry(maxAttempts: configuration.maxAttempts, delay: configuration.retryDelay, maxDelay: configuration.maxRetryDelay, jitterPermille: 0)
+    }
 
     /// Starts the runner; `false` if it was started (or stopped) already.
     mutating func start() -> Bool {
@@ -458,10 +470,11 @@ struct RunnerStateMachine: Sendable {
             slotsTaken -= 1
             return release(key, run, now: now)
         }
-        if record.attempts > configuration.maxAttempts {
+        let maxAttempts = retry(for: record.handler).maxAttempts
+        if record.attempts > maxAttempts {
             slotsTaken -= 1
             let reason =
-                "its handler started \(record.attempts - 1) times without finishing: the process running it ended each time (it crashed, was killed, or froze past its lease); parked after maxAttempts (\(configuration.maxAttempts))"
+                "its handler started \(record.attempts - 1) times without finishing: the process running it ended each time (it crashed, was killed, or froze past its lease); parked after maxAttempts (\(maxAttempts))"
             let entry = run.entry(key, started: now, ended: now, outcome: .park(error: reason))
             return complete(key, run, Completion(outcome: .park(error: reason), run: entry))
                 + [.event(.parked(key: key.string, handler: record.handler, reason: reason))]
@@ -476,6 +489,7 @@ struct RunnerStateMachine: Sendable {
             return actions
         }
         run.next = plan.next
+        run.startedAt = now
         occurrences[key]!.phase = .running(run)
         held.insert(key)
         return [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))] + armRenewal()
@@ -510,9 +524,10 @@ struct RunnerStateMachine: Sendable {
             if case .timedOut(let timeout) = cancellation { text = "the handler did not finish within its timeout of \(timeout)" }
             if case .leaseLost = cancellation { text = "the handler was cancelled: its claim's lease was lost (\(error))" }
             text = DurableLimits.storedError(text)
+            let policy = retry(for: run.handler)
             outcome =
-                run.attempt >= configuration.maxAttempts
-                ? .park(error: text) : .retry(readyAt: now.addingSaturating(retryDelay(after: run.attempt)), error: text)
+                run.attempt >= policy.maxAttempts
+                ? .park(error: text) : .retry(readyAt: now.addingSaturating(policy.delay(after: run.attempt, key: key)), error: text)
         }
         let ended: DurableTimerEvent.Outcome =
             switch outcome {
@@ -520,7 +535,7 @@ struct RunnerStateMachine: Sendable {
             case .retry(_, let error): .retrying(attempt: run.attempt, error: error)
             case .park(let error): .parked(error: error)
             }
-        let entry = run.entry(key, started: now.addingSaturating(-duration.saturatingNanoseconds), ended: now, outcome: outcome)
+        let entry = run.entry(key, started: run.startedAt, ended: max(now, run.startedAt), outcome: outcome)
         return [.event(.ended(key: key.string, handler: run.handler, duration: duration, outcome: ended))]
             + complete(key, run, Completion(outcome: outcome, run: entry))
     }
@@ -703,13 +718,6 @@ struct RunnerStateMachine: Sendable {
         guard lifecycle == .stopping, occurrences.isEmpty, strays.isEmpty, !isClaimRoundInFlight else { return [] }
         lifecycle = .stopped
         return [.drained]
-    }
-
-    /// The wait before attempt `attempts + 1`: ``Configuration/retryDelay`` doubled per attempt
-    /// after the first, at most ``Configuration/maxRetryDelay``.
-    func retryDelay(after attempts: Int) -> Int64 {
-        let shift = Int64(min(max(attempts - 1, 0), 40))
-        return min(configuration.retryDelay.multipliedSaturating(by: 1 << shift), configuration.maxRetryDelay)
     }
 
     /// The wait before writing a run's end again after `failures` failed writes: 50 ms doubling,

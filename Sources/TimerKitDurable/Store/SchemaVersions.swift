@@ -12,7 +12,7 @@
 /// 4. Operating: the run history (`timerkit_runs`), the instances alive (`timerkit_instances`),
 ///    pauses of a handler or the namespace (`timerkit_pauses`), and the timers' `paused` column
 ///    (0: not paused; 1: paused; 2: paused while parked). A paused timer is also marked parked,
-///    so that every claim of the versions before passes it by unchanged.
+///    so that every claim statement passes it by unchanged.
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL

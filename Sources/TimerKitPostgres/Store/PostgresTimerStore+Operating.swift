@@ -9,7 +9,7 @@ import TimerKitDurable
 extension PostgresTimerStore {
     // MARK: History
 
-    /// A common table expression (ending with a comma) that records `run` once the statement's
+    /// Common table expressions (`recorded`, `pruned`; to follow a comma) that record `run` once the statement's
     /// `changed` rows exist, and keeps the timer's last `keep` runs; its values are appended to
     /// `binds`. Data-modifying CTEs run whether or not the query reads them, in its transaction.
     static func recordingCTE(_ run: DurableTimerRun, namespace: String, keep: Int, binds: inout PostgresBindings) -> String {
@@ -35,7 +35,7 @@ extension PostgresTimerStore {
             ? started
             : """
             coalesce((SELECT started_ns FROM timerkit_runs o WHERE o.namespace = \(namespace) AND o.key = \(key)
-                ORDER BY o.started_ns DESC OFFSET \(keep - 2) LIMIT 1), -9223372036854775808::bigint)
+                ORDER BY o.started_ns DESC OFFSET \(keep - 2) LIMIT 1), (-9223372036854775807)::bigint)
             """
         return """
 
@@ -49,7 +49,7 @@ extension PostgresTimerStore {
                 DELETE FROM timerkit_runs r WHERE r.namespace = \(namespace) AND r.key = \(key) AND EXISTS (SELECT 1 FROM changed)
                     AND r.started_ns < \(older)
                 RETURNING 1
-            ),
+            )
             """
     }
 
@@ -240,12 +240,13 @@ extension PostgresTimerStore {
 
     func heartbeat(_ instance: DurableInstance) async throws(DurableTimerError) {
         // Seen on the database's clock: every instance's record reads on one clock.
+        let seen = now(instance.seenNanoseconds)
         try await call { connection, logger in
             _ = try await connection.query(
                 """
                 INSERT INTO timerkit_instances (namespace, id, host, pid, handlers, started_ns, seen_ns, interval_ns)
                 VALUES (\(instance.namespace), \(instance.id), \(instance.host), \(Int64(instance.processID)), \(instance.handlers.joined(separator: "\n")),
-                    timerkit_now_ns(), timerkit_now_ns(), \(instance.intervalNanoseconds))
+                    coalesce(\(seen)::bigint, timerkit_now_ns()), coalesce(\(seen)::bigint, timerkit_now_ns()), \(instance.intervalNanoseconds))
                 ON CONFLICT (namespace, id) DO UPDATE SET host = excluded.host, pid = excluded.pid, handlers = excluded.handlers,
                     seen_ns = excluded.seen_ns, interval_ns = excluded.interval_ns
                 """, logger: logger)

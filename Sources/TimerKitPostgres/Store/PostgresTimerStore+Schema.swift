@@ -16,7 +16,15 @@ extension PostgresTimerStore {
     func migrate(_ upgrade: DurableTimers.SchemaUpgrade) async throws(DurableTimerError) -> ClosedRange<Int>? {
         let store = "the PostgreSQL database \(configuration.database ?? "(the role's default)")"
         let found = try await call(opening: true) { connection, logger in try await Self.found(connection, logger: logger) }
-        guard let needed = try SchemaVersions.steps(from: found, upgrade: upgrade, store: store) else { return nil }
+        // A table without the version table, read without the lock, may be another instance's
+        // migration caught between its statements: decided under the lock, on a second reading.
+        let needed: ClosedRange<Int>
+        if case .unversioned = found {
+            needed = 1...SchemaVersions.current
+        } else {
+            guard let steps = try SchemaVersions.steps(from: found, upgrade: upgrade, store: store) else { return nil }
+            needed = steps
+        }
         do {
             return try await apply(upgrade, store: store)
         } catch .store(let reason) where reason.hasSuffix("(42501)") {

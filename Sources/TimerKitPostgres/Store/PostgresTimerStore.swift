@@ -672,7 +672,7 @@ final class PostgresTimerStore: DurableTimerStore {
         if let namespace {
             sql = PostgresQuery(
                 unsafeSQL: """
-                    WITH changed AS (\(query.sql)),\(recorded)
+                    WITH changed AS (\(query.sql)),\(recorded.isEmpty ? "" : recorded + ",")
                     notified AS (
                         SELECT pg_notify('\(Self.channel(for: namespace))', json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                         FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
@@ -680,7 +680,7 @@ final class PostgresTimerStore: DurableTimerStore {
                     SELECT count(*), (SELECT count(*) FROM notified) FROM changed
                     """, binds: binds)
         } else if !recorded.isEmpty {
-            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)),\(recorded.dropLast()) SELECT count(*), 0::bigint FROM changed", binds: binds)
+            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)),\(recorded) SELECT count(*), 0::bigint FROM changed", binds: binds)
         } else {
             sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)) SELECT count(*), 0::bigint FROM changed", binds: query.binds)
         }

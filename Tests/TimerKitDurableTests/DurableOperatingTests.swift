@@ -1,0 +1,356 @@
+import Foundation
+import Testing
+import TimerKitTesting
+
+@testable import TimerKit
+@testable import TimerKitDurable
+
+/// What an operator sees and does, on both stores, exactly on the virtual clock: the run history,
+/// pauses (a key, a handler, the namespace), why a timer has not fired, its plan, and the counts.
+@Suite("Durable timers: history, pauses, why, plan and stats")
+struct DurableOperatingTests {
+    @Test(
+        "C7: the history answers 'did it fire, when, how late, where' after a one-shot is gone; failures and the retry that succeeded are each a run; a repeating timer keeps its last runs only",
+        arguments: StoreKind.allCases)
+    func history(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(
+            store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.history = DurableTimers.History(runsPerTimer: 3) })
+        try await timers.register("note", payload: Note.self) { note, fire in
+            struct Failed: Error, CustomStringConvertible { var description: String { "boom" } }
+            if note.text == "flaky", fire.attempt == 1 { throw Failed() }
+        }
+        await timers.start()
+        try await timers.schedule(key: "once", at: at(10), handler: "note", payload: Note(text: "once"))
+        try await timers.schedule(key: "flaky", at: at(10), handler: "note", payload: Note(text: "flaky"))
+        try await timers.schedule(key: "tick", every: .seconds(5), first: at(5), handler: "note", payload: Note(text: "tick"))
+        // Five steps of 5 s, each once its fires are written: "tick" runs at 5, 10, 15, 20 and 25.
+        for step in 1...5 {
+            await virtual.advance(by: .seconds(5))
+            #expect(try await eventually { try await timers.timer(key: "tick")?.fireCount == Int64(step) })
+            if step == 2 { #expect(try await eventually { try await timers.timer(key: "once") == nil }) }
+        }
+        #expect(try await eventually { try await timers.timer(key: "flaky") == nil }, "its retry succeeded")
+
+        let once = try await timers.history(key: "once")
+        #expect(once.count == 1)
+        #expect(once.first?.outcome == .succeeded && once.first?.attempt == 1 && once.first?.lateness == .zero)
+        #expect(once.first?.due == at(10) && once.first?.instance == timers.instance && once.first?.error == nil)
+        let flaky = try await timers.history(key: "flaky")
+        #expect(flaky.map(\.outcome) == [.succeeded, .failed], "newest first")
+        #expect(flaky.map(\.attempt) == [2, 1])
+        #expect(flaky.last?.error == "boom" && flaky.last?.lateness == .zero)
+        #expect(flaky.first.map { $0.lateness >= .seconds(1) && $0.due == at(10) } == true, "the retry came after its delay, for the same occurrence")
+
+        let ticks = try await timers.history(key: "tick", limit: 100)
+        #expect(ticks.map(\.due) == [at(25), at(20), at(15)], "the last three runs only")
+        #expect(try await timers.timer(key: "tick")?.lastRun?.due == at(25))
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test("History off (History.off) records no run", arguments: StoreKind.allCases)
+    func historyOff(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.history = .off })
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        await timers.start()
+        try await timers.schedule(key: "once", at: at(1), handler: "note", payload: Note(text: "x"))
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "once") == nil })
+        #expect(try await timers.history(key: "once").isEmpty)
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test(
+        "C6: a paused repeating timer does not fire, keeps its grid, and at resume its misfire policy decides for the occurrences it missed; a paused one-shot fires once resumed",
+        arguments: StoreKind.allCases)
+    func pauseKey(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        let log = FireLog()
+        try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        await timers.start()
+        try await timers.schedule(key: "tick", every: .seconds(10), first: at(10), handler: "note", payload: Note(text: "tick"), misfire: .once)
+        try await timers.schedule(key: "once", at: at(15), handler: "note", payload: Note(text: "once"))
+        await virtual.advance(by: .seconds(10))
+        #expect(try await eventually { try await timers.timer(key: "tick")?.fireCount == 1 })
+        #expect(try await timers.pause(key: "tick"))
+        #expect(try await timers.pause(key: "once"))
+        #expect(try await !timers.pause(key: "nothing"), "no timer under the key")
+        #expect(try await timers.timer(key: "tick")?.state == .paused)
+        #expect(try await timers.timers(matching: DurableTimerQuery(statuses: [.paused])).timers.map(\.key) == ["once", "tick"])
+        for _ in 0..<7 { await virtual.advance(by: .seconds(5)) }  // 45: occurrences 20, 30 and 40 came, and "once" at 15
+        #expect(log.count == 1, "nothing fired while paused")
+        #expect(try await timers.timer(key: "tick")?.nextDeadline == at(20))
+        #expect(try await timers.timer(key: "once")?.state == .paused)
+        #expect(try await timers.resume(key: "tick"))
+        #expect(try await timers.resume(key: "once"))
+        #expect(try await !timers.resume(key: "once"), "not paused any more")
+        // Their wake-ups are armed for instants the virtual clock has passed: it runs them at its next move.
+        await virtual.advance(by: .zero)
+        #expect(await eventually { log.count == 3 })
+        let tick = try #require(log.all.first { $0.payload == "tick" && $0.fire.scheduledDeadline == at(20) })
+        #expect(tick.fire.deadlineCount == 3, "once: one run stands for 20, 30 and 40")
+        #expect(log.all.contains { $0.payload == "once" })
+        #expect(try await eventually { try await timers.timer(key: "tick")?.fireCount == 2 })
+        #expect(try await timers.timer(key: "tick")?.nextDeadline == at(50), "the grid is kept")
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test(
+        "Pausing a handler holds its timers and those scheduled for it meanwhile, on every instance, while other handlers fire; resuming runs them; a namespace pause holds every handler until it is lifted",
+        arguments: StoreKind.allCases)
+    func pauseHandlerAndNamespace(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        // A second instance on the same store: the pause is stored, so it obeys too.
+        let other = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        let log = FireLog()
+        for runner in [timers, other] {
+            try await runner.register("mail", payload: Note.self) { note, fire in log.append(note.text, fire) }
+            try await runner.register("sms", payload: Note.self) { note, fire in log.append(note.text, fire) }
+            await runner.start()
+        }
+        for index in 0..<5 { try await timers.schedule(key: "mail-\(index)", at: at(10), handler: "mail", payload: Note(text: "mail")) }
+        #expect(try await timers.pause(handler: "mail") == 5)
+        try await timers.schedule(key: "mail-late", at: at(10), handler: "mail", payload: Note(text: "mail"))
+        try await timers.schedule(key: "sms-0", at: at(10), handler: "sms", payload: Note(text: "sms"))
+        #expect(try await timers.timer(key: "mail-late")?.state == .paused, "scheduled while its handler is paused")
+        #expect(try await timers.pauses().handlers.keys.sorted() == ["mail"])
+        await virtual.advance(by: .seconds(20))
+        #expect(await eventually { log.count == 1 })
+        #expect(log.all.map(\.payload) == ["sms"])
+        #expect(try await timers.resume(handler: "mail") == 6)
+        await virtual.advance(by: .zero)
+        #expect(await eventually { log.count == 7 })
+
+        try await timers.schedule(key: "sms-1", at: at(30), handler: "sms", payload: Note(text: "sms"))
+        try await timers.pauseNamespace()
+        #expect(try await timers.resume(handler: "sms") == 0, "a handler's timers stay paused while the namespace is")
+        await virtual.advance(by: .seconds(15))
+        #expect(log.count == 7)
+        #expect(try await timers.why(key: "sms-1").reasons.first == .paused(.namespace))
+        #expect(try await timers.resumeNamespace() == 1)
+        await virtual.advance(by: .zero)
+        #expect(await eventually { log.count == 8 })
+        for runner in [timers, other] { await runner.shutdown() }
+        await store.close()
+    }
+
+    @Test(
+        "why(key:) names each reason a timer has not fired: not due yet, paused, parked, running on an instance, retrying, orphan, no instance, due with live runners, gone with its last run",
+        arguments: StoreKind.allCases)
+    func why(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        // A runner that never starts: no instance is alive.
+        let idle = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await idle.register("work", payload: Note.self) { _, _ in }
+        try await idle.register("lost", payload: Note.self) { _, _ in }
+        try await idle.schedule(key: "later", at: at(100), handler: "work", payload: Note(text: "x"))
+        try await idle.schedule(key: "waiting", at: at(0), handler: "work", payload: Note(text: "x"))
+        #expect(try await idle.why(key: "later").reasons == [.notDueYet(at: at(100), in: .seconds(100)), .noInstance])
+        #expect(try await idle.why(key: "waiting").reasons == [.noInstance])
+        #expect(try await idle.why(key: "missing").reasons == [.notFound])
+
+        let timers = try DurableTimers(
+            store: store, namespace: namespace, clock: virtual.clock,
+            options: exactOptions {
+                $0.maxAttempts = 2
+                $0.lease = .seconds(3_600)
+            })
+        let started = AsyncGate()
+        let finish = AsyncGate()
+        try await timers.register("work", payload: Note.self) { note, fire in
+            struct Failed: Error {}
+            switch note.text {
+            case "hold":
+                started.open()
+                await finish.wait()
+            case "fail": throw Failed()
+            default: break
+            }
+        }
+        await timers.start()
+        #expect(try await eventually { try await timers.timer(key: "waiting") == nil }, "the live runner took it")
+        #expect(try await timers.why(key: "waiting").lastRun?.outcome == .succeeded, "gone, with its last run")
+        try await idle.schedule(key: "orphan", at: at(1), handler: "lost", payload: Note(text: "x"))
+        try await timers.schedule(key: "held", at: at(1), handler: "work", payload: Note(text: "hold"))
+        try await timers.schedule(key: "failing", at: at(1), handler: "work", payload: Note(text: "fail"))
+        try await timers.schedule(key: "paused", at: at(1), handler: "work", payload: Note(text: "x"))
+        try await timers.pause(key: "paused")
+        await virtual.advance(by: .seconds(1))
+        await started.wait()
+        #expect(try await eventually { try await timers.timer(key: "failing")?.lastError != nil })
+
+        #expect(try await timers.why(key: "orphan").reasons == [.orphan(handler: "lost")])
+        #expect(try await timers.why(key: "paused").reasons == [.paused(.key)])
+        let held = try await timers.why(key: "held").reasons
+        #expect(held == [.running(instance: timers.instance, until: at(3_601), instanceAlive: true)])
+        let failing = try await timers.why(key: "failing")
+        #expect(failing.reasons == [.retrying(attempt: 1, at: at(2), error: failing.timer?.lastError)])
+        #expect(failing.lastRun?.outcome == .failed)
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "failing")?.state == .failed })
+        let parkedError = try #require(try await timers.timer(key: "failing")?.lastError)
+        let parkedWhy = try await timers.why(key: "failing")
+        #expect(parkedWhy.reasons == [.parked(error: parkedError)])
+        // An instance recorded alive with the handler, that does not claim: "due", naming it.
+        let stuck = DurableInstance(
+            namespace: namespace, id: "stuck", host: "elsewhere", processID: 1, handlers: ["lost"], started: epoch, seen: virtual.clock.now.nanoseconds,
+            interval: 30_000_000_000)
+        try await store.heartbeat(stuck)
+        let orphan = try await timers.why(key: "orphan")
+        #expect(orphan.reasons == [.due(for: .seconds(1), instances: ["stuck"])])
+        #expect(orphan.description.contains("stuck"))
+        finish.open()
+        await timers.shutdown()
+        #expect(try await timers.instances().map(\.id) == ["stuck"], "a runner that shuts down removes its record")
+        await store.close()
+    }
+
+    @Test(
+        "plan(key:) lists the next occurrences in the schedule's zone across a clock change, and what each misfire policy makes of an outage",
+        arguments: StoreKind.allCases)
+    func plan(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        try await timers.schedule(key: "skip", every: .seconds(60), first: at(60), handler: "note", payload: Note(text: "x"), misfire: .skip)
+        try await timers.schedule(key: "all", every: .seconds(60), first: at(60), handler: "note", payload: Note(text: "x"), misfire: .all(max: 3))
+        try await timers.schedule(key: "once", every: .seconds(60), first: at(60), handler: "note", payload: Note(text: "x"), misfire: .once)
+        let interval = try await timers.plan(key: "once", count: 3, outage: .seconds(150))
+        #expect(interval.occurrences == [at(60), at(120), at(180)])
+        #expect(interval.afterOutage?.fires == true && interval.afterOutage?.standsFor == 3 && interval.afterOutage?.next == at(240))
+        let skip = try #require(try await timers.plan(key: "skip", outage: .seconds(150)).afterOutage)
+        #expect(!skip.fires && skip.next == at(240))
+        let all = try #require(try await timers.plan(key: "all", outage: .seconds(150)).afterOutage)
+        #expect(all.fires && all.standsFor == 1 && all.next == at(120), "all: one run per missed occurrence, the next waits at once")
+
+        await store.close()
+    }
+
+    @Test(
+        "plan(key:) of a cron schedule shows its occurrences across Berlin's spring change with their offsets",
+        arguments: StoreKind.allCases)
+    func planAcrossDST(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        // The virtual clock starts on 2027-03-26: the schedule's first occurrence is the 27th.
+        let start = try #require(ISO8601DateFormatter().date(from: "2027-03-26T12:00:00Z"))
+        let virtual = VirtualClock(start: .nanoseconds(start.nanosecondsSince1970))
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        let berlin = try #require(TimeZone(identifier: "Europe/Berlin"))
+        try await timers.schedule(key: "daily", cron: "30 2 * * *", in: berlin, handler: "note", payload: Note(text: "x"))
+        let plan = try await timers.plan(key: "daily", count: 3)
+        let shown = plan.occurrences.map { DurableTimerText.instant($0, in: berlin) }
+        #expect(
+            shown == ["2027-03-27 02:30:00 +01:00", "2027-03-28 03:30:00 +02:00", "2027-03-29 02:30:00 +02:00"], "the skipped 02:30 runs shifted by the gap")
+        #expect(plan.description.contains("2027-03-28 03:30:00 +02:00 (Europe/Berlin)"))
+        await store.close()
+    }
+
+    @Test(
+        "stats() counts each handler's timers by status, its late repeating timers, its oldest due timer and the lateness of its recent runs, with the instances",
+        arguments: StoreKind.allCases)
+    func stats(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        try await timers.register("other", payload: Note.self) { _, _ in }
+        await timers.start()
+        try await timers.schedule(key: "ran", at: at(1), handler: "note", payload: Note(text: "x"))
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "ran") == nil })
+        try await timers.schedule(key: "later", at: at(500), handler: "note", payload: Note(text: "x"))
+        try await timers.schedule(key: "tick", every: .seconds(10), first: at(10), handler: "other", payload: Note(text: "x"))
+        try await timers.pause(key: "tick")
+        await virtual.advance(by: .seconds(200))  // tick's occurrence at 10 is 191 s late, held by its pause
+        let stats = try await timers.stats(lateBy: .seconds(60))
+        let note = try #require(stats.handlers.first { $0.name == "note" })
+        let other = try #require(stats.handlers.first { $0.name == "other" })
+        #expect(note.counts == [.scheduled: 1] && note.recentRuns == 1 && note.lateness?.max == .zero)
+        #expect(other.counts == [.paused: 1] && other.late == 1)
+        #expect(stats.totals[.scheduled] == 1 && stats.totals[.paused] == 1)
+        // Recorded alive at each load of the horizon (every 30 s here): a store whose calls do not run
+        // on the virtual clock's executor (PostgreSQL) may see one load for the whole jump, so one more.
+        await timers.runner.refill()
+        #expect(try await eventually { try await timers.stats().liveInstances.map(\.id) == [timers.instance] })
+        #expect(try await timers.timers(matching: DurableTimerQuery(lateBy: .seconds(60))).timers.map(\.key) == ["tick"])
+        #expect(try await timers.stats().description.contains("1 alive"))
+        #expect(stats.description.contains("note") && stats.description.contains("other (paused)") == false)
+        await timers.shutdown()
+        await store.close()
+    }
+}
+
+/// Per-handler policies given at `register`: each handler's own retries beside the runner's.
+@Suite("Durable timers: per-handler retry policies")
+struct DurableHandlerPolicyTests {
+    @Test(
+        "A handler's own retry policy replaces the runner's: one parks after its single attempt, another waits 10, 20, 40 s between attempts and parks after its fourth, beside a handler on the runner's defaults",
+        arguments: StoreKind.allCases)
+    func retryPolicies(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.maxAttempts = 2 })
+        struct Failed: Error {}
+        try await timers.register("strict", payload: Note.self, retry: DurableRetryPolicy(maxAttempts: 1)) { _, _ in throw Failed() }
+        try await timers.register(
+            "patient", payload: Note.self, retry: DurableRetryPolicy(maxAttempts: 4, delay: .seconds(10), maxDelay: .seconds(3_600))
+        ) { _, _ in throw Failed() }
+        try await timers.register("default", payload: Note.self) { _, _ in throw Failed() }
+        await timers.start()
+        for handler in ["strict", "patient", "default"] {
+            try await timers.schedule(key: handler, at: at(1), handler: handler, payload: Note(text: handler))
+        }
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "strict")?.state == .failed }, "parked after its only attempt")
+        #expect(try await eventually { try await timers.timer(key: "patient")?.lastError != nil })
+        #expect(try await timers.timer(key: "patient")?.readyAt == at(11))
+        #expect(try await eventually { try await timers.timer(key: "default")?.readyAt == at(2) }, "the runner's retryDelay: 1 s")
+        await virtual.advance(by: .seconds(1))
+        #expect(try await eventually { try await timers.timer(key: "default")?.state == .failed }, "the runner's maxAttempts: 2")
+        // "patient": attempts at 1, 11, 31 and 71; the clock moves on once each failure is written.
+        await virtual.advance(by: .seconds(9))
+        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(31) }, "attempt 2 failed at 11: 20 s")
+        await virtual.advance(by: .seconds(20))
+        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(71) }, "attempt 3 failed at 31: 40 s")
+        await virtual.advance(by: .seconds(40))
+        #expect(try await eventually { try await timers.timer(key: "patient")?.state == .failed }, "parked after its fourth attempt")
+        #expect(try await timers.history(key: "patient").map(\.attempt) == [4, 3, 2, 1])
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test(
+        "A retry policy's jitter spreads keys that failed together, within the share it allows, and gives the same wait for the same key and attempt everywhere"
+    )
+    func jitter() {
+        let policy = RunnerStateMachine.Retry(maxAttempts: 5, delay: 10_000_000_000, maxDelay: 100_000_000_000, jitterPermille: 500)
+        let waits = (0..<200).map { policy.delay(after: 1, key: StoredKey("order/\($0)")) }
+        #expect(waits.allSatisfy { (5_000_000_000...15_000_000_000).contains($0) })
+        #expect(Set(waits).count > 150, "spread, not one instant")
+        #expect(waits == (0..<200).map { policy.delay(after: 1, key: StoredKey("order/\($0)")) }, "the same for the same key and attempt")
+        let none = RunnerStateMachine.Retry(maxAttempts: 5, delay: 10_000_000_000, maxDelay: 25_000_000_000, jitterPermille: 0)
+        #expect((1...4).map { none.delay(after: $0, key: StoredKey("a")) } == [10_000_000_000, 20_000_000_000, 25_000_000_000, 25_000_000_000])
+    }
+}
