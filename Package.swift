@@ -71,12 +71,16 @@ let package = Package(
             dependencies: [
                 "TimerKit",
                 "TimerKitTesting",
+                "TimerKitDurable",
                 .product(name: "ArgumentParser", package: "swift-argument-parser")
             ]
+                // `timerkit durable --db postgres://…` (without it, the tool says it was built without PostgreSQL).
+                + (withPostgres ? ["TimerKitPostgres"] : [])
         ),
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
-        .testTarget(name: "timerkitTests", dependencies: ["timerkit"]),
+        // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
+        .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + (withPostgres ? ["TimerKitPostgres"] : [])),
         // A process the durable crash tests start and kill (not a product).
         .executableTarget(name: "timerkit-durable-probe", dependencies: ["TimerKitDurable"]),
         .testTarget(

@@ -17,6 +17,7 @@ struct TimerKitCommand: AsyncParsableCommand {
               timerkit at 9:30am -- echo stand-up     run a command at 09:30 (wall clock)
               timerkit timeout 10s make test          stop a command after 10 s (exit 124)
               timerkit demo                           walk through TimerKit's promises
+              timerkit durable ls --db timers.sqlite  list durable timers (durable --help)
 
             Durations: 250ms, 1.5s, 90s, 2m, 1h30m, 1d, 1w, us, ns; a bare number is
             seconds; at most 100 years.
@@ -30,9 +31,13 @@ struct TimerKitCommand: AsyncParsableCommand {
               128+n    ended by signal n (130: Ctrl-C)
               after, at, timeout, countdown -- cmd: otherwise the command's own status
               every --fail-fast: the failing run's status (124: it hit --timeout)
+              durable: 1 not found or nothing done, 69 the database cannot be used
             """,
         version: TimerKitVersion.current,
-        subcommands: [CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self])
+        subcommands: [
+            CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self,
+            DurableCommand.self
+        ])
 
     static func main() async {
         var arguments = Array(CommandLine.arguments.dropFirst())
@@ -112,7 +117,8 @@ struct TimerKitCommand: AsyncParsableCommand {
 
     static let subcommandUsage: [String: String] = Dictionary(
         uniqueKeysWithValues: ([
-            CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self
+            CountdownCommand.self, StopwatchCommand.self, EveryCommand.self, AfterCommand.self, AtCommand.self, TimeoutCommand.self, Demo.self,
+            DurableCommand.self
         ] as [any ParsableCommand.Type]).compactMap { command in
             command.configuration.commandName.map { ($0, command.configuration.usage ?? "timerkit \($0)") }
         })

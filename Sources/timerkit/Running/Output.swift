@@ -14,6 +14,9 @@ enum Output {
     /// Writes without a newline (the terminal's redrawn line).
     static func raw(_ text: String) { write(text, to: STDOUT_FILENO) }
 
+    /// Writes to standard error without a newline (a question before its answer).
+    static func errorRaw(_ text: String) { write(text, to: STDERR_FILENO) }
+
     private static func write(_ text: String, to descriptor: Int32) {
         var bytes = Array(text.utf8)
         var offset = 0
