@@ -222,6 +222,42 @@ struct DurableOperatingTests {
     }
 
     @Test(
+        "runNow(key:) runs a timer's next occurrence now on the instance that claims it — a repeating one keeps its grid, a one-shot ends — and refuses a parked, paused or missing one",
+        arguments: StoreKind.allCases)
+    func runNow(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let log = FireLog()
+        // Scheduled through one runner; run by another, as an operator's tool and a worker would.
+        let tool = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await tool.register("note", payload: Note.self) { _, _ in }
+        let worker = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await worker.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        await worker.start()
+        try await tool.schedule(key: "tick", every: .seconds(60), first: at(60), handler: "note", payload: Note(text: "tick"))
+        try await tool.schedule(key: "once", at: at(100), handler: "note", payload: Note(text: "once"))
+        try await tool.schedule(key: "held", at: at(100), handler: "note", payload: Note(text: "held"))
+        try await tool.pause(key: "held")
+        await virtual.advance(by: .seconds(10))
+        #expect(try await tool.runNow(key: "tick"))
+        #expect(try await tool.runNow(key: "once"))
+        #expect(try await !tool.runNow(key: "held"), "paused")
+        #expect(try await !tool.runNow(key: "missing"))
+        // The worker hears of it (PostgreSQL: NOTIFY) or finds it at its next load (SQLite).
+        await worker.runner.refill()
+        await virtual.advance(by: .zero)
+        #expect(await eventually { log.count == 2 })
+        let tick = try #require(log.all.first { $0.payload == "tick" })
+        #expect(tick.fire.scheduledDeadline == at(60) && tick.fire.deadlineCount == 1, "it stands for its next occurrence")
+        #expect(try await eventually { try await tool.timer(key: "tick")?.nextDeadline == at(120) }, "the grid is kept")
+        #expect(try await eventually { try await tool.timer(key: "once") == nil })
+        #expect(try await tool.history(key: "once").first?.lateness == .seconds(-90), "run 90 s ahead of its occurrence")
+        await worker.shutdown()
+        await store.close()
+    }
+
+    @Test(
         "plan(key:) lists the next occurrences in the schedule's zone across a clock change, and what each misfire policy makes of an outage",
         arguments: StoreKind.allCases)
     func plan(kind: StoreKind) async throws {

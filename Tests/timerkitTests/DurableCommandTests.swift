@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TimerKit
 import TimerKitDurable
 
 @testable import timerkit
@@ -32,7 +33,7 @@ struct DurableCommandTests {
         let top = try await ToolRunner.run(["--help"], environment: ["COLUMNS": "80"])
         #expect(top.output.contains("timerkit durable ls") && top.output.contains("69"), "\(top.output)")
         for subcommand in [
-            [], ["ls"], ["show"], ["why"], ["plan"], ["history"], ["stats"], ["cancel"], ["retry"], ["pause"], ["resume"], ["schema"], ["migrate"]
+            [], ["ls"], ["show"], ["why"], ["plan"], ["history"], ["stats"], ["cancel"], ["retry"], ["fire"], ["pause"], ["resume"], ["schema"], ["migrate"]
         ] {
             let help = try await durable(subcommand + ["--help"], environment: ["COLUMNS": "80"])
             #expect(help.status == 0, "\(subcommand): \(help.error)")
@@ -380,6 +381,21 @@ struct DurableCommandTests {
         }
     }
 
+    @Test("fire makes a timer's next occurrence due now, its occurrence kept; a parked, running or missing one exits 1 and names it")
+    func fire() async throws {
+        let fixture = try await DurableFixture.make()
+        defer { Task { await fixture.close() } }
+        let before = try #require(try jsonLines(try await durable(["show", "--db", fixture.path, "p/1", "--json"]).output).first)
+        let outcome = try await durable(["fire", "--db", fixture.path, "p/1"])
+        #expect(outcome.status == 0 && outcome.output == "fired p/1: due now\n", "\(outcome.output)\(outcome.error)")
+        let after = try #require(try jsonLines(try await durable(["show", "--db", fixture.path, "p/1", "--json"]).output).first)
+        #expect(after["status"] as? String == "due", "no runner of 'later' runs here: it waits, due: \(after)")
+        #expect(after["nextDeadline"] as? String == before["nextDeadline"] as? String, "its occurrence is kept")
+        let refused = try await durable(["fire", "--db", fixture.path, "e/parked", "c/running", "no/such"])
+        #expect(refused.status == 1, "\(refused.output)\(refused.error)")
+        for key in ["e/parked", "c/running", "no/such"] { #expect(refused.error.contains("'\(key)'"), "\(refused.error)") }
+    }
+
     @Test("retry schedules a parked timer again with its attempts cleared; a running one or one not stored exits 1; a filter with --yes retries each match")
     func retry() async throws {
         let fixture = try await DurableFixture.make()
@@ -559,5 +575,65 @@ extension ISO8601DateFormatter {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter
+    }
+}
+
+/// The story an operator lives: a timer that did not fire, found and explained with nothing but
+/// `timerkit durable`, fixed, and seen to fire. With `TIMERKIT_TRANSCRIPT=PATH` the session is
+/// written there as a terminal transcript (the operating article's example).
+@Suite("timerkit durable: diagnosing a stuck timer", .timeLimit(.minutes(3)))
+struct DurableDiagnosisTranscriptTests {
+    struct Sale: Codable, Sendable { var sale: String }
+
+    @Test(
+        "A sale-end timer whose handler no live instance registered: stats shows it due, ls lists it, why says orphan; an instance with the handler runs it, and history shows when and how late"
+    )
+    func stuckTimer() async throws {
+        let fixture = try DurableFixture()
+        defer { try? FileManager.default.removeItem(at: fixture.folder) }
+        let database = "sqlite:\(fixture.path)"
+        var transcript = ""
+        func run(_ arguments: [String], status: Int32 = 0) async throws -> String {
+            let outcome = try await ToolRunner.run(["durable"] + arguments + ["--db", database], environment: ["TZ": "UTC", "TIMERKIT_DB": ""])
+            transcript += "$ timerkit durable \(arguments.joined(separator: " "))\n\(outcome.output)\(outcome.error)"
+            transcript += outcome.status == 0 ? "\n" : "(exit \(outcome.status))\n\n"
+            #expect(outcome.status == status, "\(arguments): \(outcome.error)")
+            return outcome.output
+        }
+        var options = DurableTimers.Options()
+        options.onError = { _ in }
+        // The web app schedules the sale's end (it knows the handler) but runs no timers; the
+        // timer worker that runs is an old deploy: it registered "mail" only.
+        let web = try DurableTimers(path: fixture.path, options: options)
+        try await web.register("sale.end", payload: Sale.self) { _, _ in }
+        try await web.schedule(key: "sale/42", at: Date(timeIntervalSinceNow: -90), handler: "sale.end", payload: Sale(sale: "42"))
+        let oldWorker = try DurableTimers(path: fixture.path, options: options)
+        try await oldWorker.register("mail", payload: Sale.self) { _, _ in }
+        await oldWorker.start()
+
+        let stats = try await run(["stats"])
+        #expect(stats.contains("sale.end") && stats.contains("1 alive"))
+        let due = try await run(["ls", "--status", "due"])
+        #expect(due.contains("sale/42"))
+        let why = try await run(["why", "sale/42"])
+        #expect(why.contains("orphan: no live instance has registered its handler 'sale.end'"))
+
+        // The fix: deploy the worker that knows the handler.
+        let fired = Locked(false)
+        let worker = try DurableTimers(path: fixture.path, options: options)
+        try await worker.register("sale.end", payload: Sale.self) { _, _ in fired.withLock { $0 = true } }
+        await worker.start()
+        for _ in 0..<200 where !fired.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(25)) }
+        #expect(fired.withLock { $0 })
+        for _ in 0..<200 where try await worker.timer(key: "sale/42") != nil { try await Task.sleep(for: .milliseconds(25)) }
+        let after = try await run(["why", "sale/42"], status: 1)
+        #expect(after.contains("no timer is stored under 'sale/42'") && after.contains("last run: succeeded"))
+        let history = try await run(["history", "sale/42"])
+        #expect(history.contains("succeeded"))
+        await worker.shutdown()
+        await oldWorker.shutdown()
+        if let path = ProcessInfo.processInfo.environment["TIMERKIT_TRANSCRIPT"] {
+            try transcript.write(toFile: path, atomically: true, encoding: .utf8)
+        }
     }
 }

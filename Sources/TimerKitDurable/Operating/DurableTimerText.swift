@@ -42,9 +42,10 @@ package enum DurableTimerText {
         let all = [header] + rows
         let widths = header.indices.map { column in all.map { $0.indices.contains(column) ? $0[column].count : 0 }.max() ?? 0 }
         return all.map { row in
-            row.enumerated().map { column, cell in
+            let line = row.enumerated().map { column, cell in
                 column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
             }.joined(separator: "  ")
+            return String(line.reversed().drop { $0 == " " }.reversed())
         }
     }
 }

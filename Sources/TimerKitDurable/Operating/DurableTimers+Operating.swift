@@ -96,6 +96,24 @@ extension DurableTimers {
         return (handlers, whole)
     }
 
+    // MARK: Running now
+
+    /// Runs the timer's next occurrence now, on whichever instance claims it first: it becomes
+    /// ready at once, its occurrence unchanged — the run's ``DurableFire/scheduledDeadline`` is that
+    /// occurrence, ahead of its time; a one-shot then ends, a repeating timer waits for the
+    /// occurrence after it (its grid kept). Unlike ``fire(key:)`` it needs no handler registered
+    /// here, and stands for the occurrence (``fire(key:)`` stands for none). A retrying timer is
+    /// retried now.
+    ///
+    /// - Returns: `false` when no timer is stored under the key, or it is parked (``retry(key:)``
+    ///   it), paused, running, or ready already.
+    @discardableResult
+    public func runNow(key: String) async throws(DurableTimerError) -> Bool {
+        guard DurableLimits.isValid(key: key), let record = try await store.expedite(namespace: namespace, key: key, now: now()) else { return false }
+        runner.transition { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) }
+        return true
+    }
+
     // MARK: Instances
 
     /// The runners of the namespace that recorded themselves (started, and not shut down), the

@@ -128,6 +128,12 @@ package protocol DurableTimerStore: Sendable {
     /// paused while the namespace is. Returns how many it resumed.
     func resume(namespace: String, handler: String?, batch: Int) async throws(DurableTimerError) -> Int
 
+    /// Makes the timer ready at `now` (the store's now, for a store with a clock of its own)
+    /// without moving its occurrence, if it is stored, neither parked nor paused, no live lease
+    /// holds it, and it is not ready already; returns it as stored, or `nil`. Other runners are
+    /// told as of any write that makes a timer ready.
+    func expedite(namespace: String, key: String, now: Int64) async throws(DurableTimerError) -> DurableTimerRecord?
+
     /// The pauses recorded: handler names, `nil` for the whole namespace, with when.
     func pauses(namespace: String) async throws(DurableTimerError) -> [DurablePause]
 

@@ -127,6 +127,18 @@ extension SQLiteTimerStore {
         String(decoding: (try? JSONEncoder().encode(keys)) ?? Data("[]".utf8), as: UTF8.self)
     }
 
+    func expedite(namespace: String, key: String, now: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
+        try await write { db in
+            try db.row(
+                """
+                UPDATE timerkit_timers SET ready_at_ns = ?1
+                WHERE namespace = ?2 AND key = ?3 AND parked = 0 AND ready_at_ns > ?1 AND (owner IS NULL OR lease_until_ns <= ?1)
+                RETURNING *
+                """, [now, namespace, key]
+            ).map { Self.record($0) }
+        }
+    }
+
     func pauses(namespace: String) async throws(DurableTimerError) -> [DurablePause] {
         try await read { db in
             try db.rows("SELECT handler, since_ns FROM timerkit_pauses WHERE namespace = ? ORDER BY handler", [namespace]).map { row in

@@ -224,6 +224,25 @@ extension PostgresTimerStore {
         }
     }
 
+    func expedite(namespace: String, key: String, now reading: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
+        let now = now(reading)
+        return try await fetchOne(
+            """
+            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns),
+            expedited AS (
+                UPDATE timerkit_timers t SET ready_at_ns = c.ns FROM c
+                WHERE t.namespace = \(namespace) AND t.key = \(key) AND NOT t.parked AND t.ready_at_ns > c.ns
+                    AND (t.owner IS NULL OR t.lease_until_ns <= c.ns)
+                RETURNING \(unescaped: Self.columns(prefix: "t."))
+            ),
+            notified AS (
+                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                FROM expedited
+            )
+            SELECT expedited.* FROM expedited LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            """)
+    }
+
     func pauses(namespace: String) async throws(DurableTimerError) -> [DurablePause] {
         try await call { connection, logger in
             let rows = try await connection.query(

@@ -23,7 +23,8 @@ struct DurableCommand: AsyncParsableCommand {
             """,
         subcommands: [
             DurableListCommand.self, DurableShowCommand.self, DurableWhyCommand.self, DurablePlanCommand.self, DurableHistoryCommand.self,
-            DurableStatsCommand.self, DurableCancelCommand.self, DurableRetryCommand.self, DurablePauseCommand.self, DurableResumeCommand.self,
+            DurableStatsCommand.self, DurableCancelCommand.self, DurableRetryCommand.self, DurableFireCommand.self, DurablePauseCommand.self,
+            DurableResumeCommand.self,
             DurableSchemaCommand.self, DurableMigrateCommand.self
         ])
 }
