@@ -30,6 +30,9 @@ struct DurableBench: AsyncParsableCommand {
     @Option(help: "full or normal (synchronous = FULL or NORMAL).")
     var durability = "full"
 
+    @Option(help: "The run history: on (the default: 10 runs per timer) or off.")
+    var history = "on"
+
     @Option(help: "A folder for the database files (default: the system's temporary folder).")
     var folder: String?
 
@@ -38,6 +41,7 @@ struct DurableBench: AsyncParsableCommand {
             throw ValidationError("runs, timers and the window must be positive, and --stored at least 10000")
         }
         guard ["full", "normal"].contains(durability) else { throw ValidationError("--durability is full or normal") }
+        guard ["on", "off"].contains(history) else { throw ValidationError("--history is on or off") }
     }
 
     func run() async throws {
@@ -103,6 +107,7 @@ struct DurableBench: AsyncParsableCommand {
         var options = DurableTimers.Options()
         options.durability = durability == "full" ? .full : .normal
         options.catchUpRate = 1_000_000_000
+        if history == "off" { options.history = .off }
         options.onError = { error in FileHandle.standardError.write(Data("durable: \(error)\n".utf8)) }
         let path = directory.appendingPathComponent("timers.sqlite").path
         let timers = try DurableTimers(path: path, options: options)

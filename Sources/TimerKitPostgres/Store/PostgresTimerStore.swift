@@ -582,7 +582,7 @@ final class PostgresTimerStore: DurableTimerStore {
     func query(namespace: String, _ filter: DurableTimerFilter, now: Int64, afterKey: String?, limit: Int) async throws(DurableTimerError)
         -> [DurableTimerRecord]
     {
-        let (conditions, values) = filter.whereClause(namespace: namespace, now: now, afterKey: afterKey, dialect: .postgres)
+        let (conditions, statuses, values) = filter.clauses(namespace: namespace, now: now, afterKey: afterKey, dialect: .postgres)
         var bindings = PostgresBindings(capacity: values.count + 1)
         for value in values {
             switch value {
@@ -593,7 +593,15 @@ final class PostgresTimerStore: DurableTimerStore {
         bindings.append(Int64(limit))
         return try await fetchAll(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key LIMIT $\(values.count + 1)",
+                unsafeSQL: statuses.map { statuses in
+                    // The key-ordered scan in a subquery the planner keeps whole (OFFSET 0): the
+                    // statuses filter its rows as they come, and the limit stops it.
+                    """
+                    SELECT \(Self.allColumns) FROM (
+                        SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key OFFSET 0
+                    ) AS t WHERE \(statuses) ORDER BY key LIMIT $\(values.count + 1)
+                    """
+                } ?? "SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key LIMIT $\(values.count + 1)",
                 binds: bindings))
     }
 
