@@ -40,6 +40,11 @@ public struct DurableInstance: Sendable, Hashable {
         self.intervalNanoseconds = interval
     }
 
+    /// Whether it was seen within three of its intervals and 10 seconds of `date` (the store's
+    /// time: ``DurableTimerStats/taken``, say): an instance that is not has stopped without a
+    /// shutdown or is frozen.
+    public func isAlive(at date: Date) -> Bool { isAlive(at: date.nanosecondsSince1970) }
+
     /// Whether it was seen within three intervals and 10 seconds of `now`.
     package func isAlive(at now: Int64) -> Bool {
         seenNanoseconds.duration(to: now) <= intervalNanoseconds.multipliedReportingOverflow(by: 3).partialValue.addingSaturating(10_000_000_000)

@@ -12,7 +12,9 @@ extension DurableTimers {
     /// The last runs of the timer under `key`, newest first: when each started, how late, how it
     /// ended, on which instance — kept per ``Options/history`` also after a one-shot is gone.
     ///
-    /// - Parameter limit: The most runs returned (at most what the history keeps per timer).
+    /// - Parameters:
+    ///   - key: The timer's key.
+    ///   - limit: The most runs returned (at most what the history keeps per timer).
     public func history(key: String, limit: Int = 20) async throws(DurableTimerError) -> [DurableTimerRun] {
         guard DurableLimits.isValid(key: key) else { return [] }
         return try await store.history(namespace: namespace, key: key, limit: min(max(limit, 0), 10_000))
