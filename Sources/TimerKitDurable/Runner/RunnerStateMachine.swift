@@ -458,7 +458,13 @@ struct RunnerStateMachine: Sendable {
         return actions + nextClaimRound() + checkDrained()
     }
 
-    private mutating func claimed(_ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, now: Int64, isStale: Bool) -> [Action] {
+    private mutating func claimed(_ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, now reading: Int64, isStale: Bool) -> [Action]
+    {
+        // The claim's time on the store's clock: the lease it wrote began then. A store that
+        // decides on a clock of its own (PostgreSQL) claims after the reading taken before the
+        // call — by the call's latency, and the measured offset's error — so the reading alone
+        // could date a fire the store found due before its deadline.
+        let now = max(reading, (record.leaseUntil ?? reading).addingSaturating(-configuration.lease))
         var run = Run(
             token: token, sequence: record.sequence, handler: record.handler, attempt: record.attempts,
             leaseUntil: record.leaseUntil ?? now.addingSaturating(configuration.lease), isManual: isManual, due: record.due, next: .delete)

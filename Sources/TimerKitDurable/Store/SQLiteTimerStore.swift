@@ -354,14 +354,16 @@ final class SQLiteTimerStore: DurableTimerStore {
                     [namespace, completion.key, completion.owner, completion.sequence])
                 guard db.changesCount > 0 else { continue }
                 removed.insert(StoredKey(completion.key))
-                if let run = completion.run, keep > 0 { try Self.record(run, namespace: namespace, keep: keep, db) }
+                // A one-shot has at most as many runs as its attempts: fewer than `keep`, nothing
+                // to drop (a key used again ages out).
+                if let run = completion.run, keep > 0 { try Self.record(run, namespace: namespace, keep: keep, prune: run.attempt >= keep, db) }
             }
             return removed
         }
     }
 
-    /// Adds `run` to the history and drops the timer's runs older than its last `keep`.
-    private static func record(_ run: DurableTimerRun, namespace: String, keep: Int, _ db: Database) throws {
+    /// Adds `run` to the history and (`prune`) drops the timer's runs older than its last `keep`.
+    private static func record(_ run: DurableTimerRun, namespace: String, keep: Int, prune: Bool = true, _ db: Database) throws {
         try db.run(
             """
             INSERT OR IGNORE INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
@@ -371,7 +373,7 @@ final class SQLiteTimerStore: DurableTimerStore {
                 namespace, run.key, run.startedNanoseconds, run.sequence, run.attempt, run.handler, run.dueNanoseconds, run.endedNanoseconds,
                 run.outcome.rawValue, run.instance, run.error
             ])
-        // A one-shot's first run finds nothing to drop: the subquery is empty.
+        guard prune else { return }
         try db.run(
             """
             DELETE FROM timerkit_runs WHERE namespace = ?1 AND key = ?2 AND started_ns < (
