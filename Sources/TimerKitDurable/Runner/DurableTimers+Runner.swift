@@ -106,6 +106,8 @@ extension DurableTimers {
             /// One-shots' ends waiting for the next deletion round, and whether one is under way.
             var deletions: [(key: StoredKey, completion: DurableCompletion)] = []
             var isDeleting = false
+            /// When this runner last recorded itself alive (``DurableInstance``), store time.
+            var lastHeartbeat: Int64?
         }
 
         let state: Locked<State>

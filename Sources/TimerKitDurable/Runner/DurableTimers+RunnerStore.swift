@@ -296,7 +296,16 @@ extension DurableTimers.Runner {
             return
         }
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
-        if !state.withLock({ $0.resumeAfter != nil }) { spawn { await self.recordAlive(now: now) } }
+        // Recorded alive at most every sixth of the horizon: loads that notifications ask for (a
+        // reload storm) do not each write a record.
+        let heartbeatDue = state.withLock { state -> Bool in
+            guard state.resumeAfter == nil, state.lastHeartbeat.map({ $0.duration(to: now) >= options.horizon.saturatingNanoseconds / 6 }) ?? true else {
+                return false
+            }
+            state.lastHeartbeat = now
+            return true
+        }
+        if heartbeatDue { spawn { await self.recordAlive(now: now) } }
         // What another instance writes while this load reads is armed as it is told (up to the
         // horizon), not dropped as "beyond what is loaded": a row committed behind the load's
         // position would otherwise wait for the next load.

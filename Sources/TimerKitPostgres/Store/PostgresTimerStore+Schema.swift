@@ -54,8 +54,14 @@ extension PostgresTimerStore {
 
     /// What the database holds of TimerKit's tables (in the schemas of the search path).
     static func found(_ connection: PostgresConnection, logger: Logger) async throws -> SchemaVersions.Found {
+        // One scan of pg_class under the statement's snapshot: two to_regclass calls read the
+        // catalog separately, and one made just after another instance's migration committed saw
+        // the timers' table without the version table (both created in that one transaction).
         let rows = try await connection.query(
-            "SELECT to_regclass('timerkit_schema') IS NOT NULL, to_regclass('timerkit_timers') IS NOT NULL", logger: logger)
+            """
+            SELECT coalesce(bool_or(relname = 'timerkit_schema'), false), coalesce(bool_or(relname = 'timerkit_timers'), false)
+            FROM pg_class WHERE relname IN ('timerkit_schema', 'timerkit_timers') AND relkind IN ('r', 'p') AND pg_table_is_visible(oid)
+            """, logger: logger)
         var (versioned, timers) = (false, false)
         for try await (schema, table) in rows.decode((Bool, Bool).self) { (versioned, timers) = (schema, table) }
         if versioned {
