@@ -7,7 +7,7 @@ import TimerKitDurable
 /// | key | handler | status |
 /// |---|---|---|
 /// | `a/scheduled` | `later` | scheduled: every hour, an hour from now |
-/// | `b/due` | `nobody` | due: a minute ago, and no runner knows its handler |
+/// | `b/due` | `nobody` | due: an hour ago, and no runner knows its handler |
 /// | `c/running` | `hold` | running: its handler holds it (lease of an hour) until ``close()`` |
 /// | `d/retrying` | `flaky` | retrying: its handler threw; the retry is an hour away |
 /// | `e/parked` | `fail` | parked: its handler threw, and one attempt is all it gets |
@@ -66,7 +66,7 @@ final class DurableFixture: Sendable {
         try await scheduler.register("nobody", payload: Note.self) { _, _ in }
         try await scheduler.schedule(
             key: "a/scheduled", every: .seconds(3600), first: now.addingTimeInterval(3600), handler: "later", payload: Note(text: "a"))
-        try await scheduler.schedule(key: "b/due", at: now.addingTimeInterval(-60), handler: "nobody", payload: Note(text: "b"))
+        try await scheduler.schedule(key: "b/due", at: now.addingTimeInterval(-3_600), handler: "nobody", payload: Note(text: "b"))
         for hour in 1...5 {
             try await scheduler.schedule(key: "p/\(hour)", at: now.addingTimeInterval(3600 * Double(hour + 1)), handler: "later", payload: Note(text: "p"))
         }
