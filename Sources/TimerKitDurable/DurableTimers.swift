@@ -16,7 +16,7 @@ import TimerKit
 /// ```
 ///
 /// - **Handlers by name.** A timer stores the name of its handler and a `Codable` payload, never a
-///   closure; after a restart, ``register(_:payload:timeout:retry:_:)`` binds the name again. A timer
+///   closure; after a restart, ``register(_:payload:timeout:retry:maxConcurrentRuns:lease:_:)`` binds the name again. A timer
 ///   whose handler is not registered waits untouched (``orphans(limit:)``); one whose payload does
 ///   not decode as the registered type is parked as failed, never run with a wrong value.
 /// - **No polling.** The runner loads the timers due within its horizon into TimerKit's engine as
@@ -113,21 +113,38 @@ public final class DurableTimers: Sendable {
     /// period ends. A handler that ignores cancellation keeps its claim (renewed) until it returns:
     /// the runner never starts a second run beside it.
     ///
+    /// `maxConcurrentRuns` limits the handler's runs at once in this process (each instance of a
+    /// fleet has its own limit), within ``Options/maxConcurrentHandlers``: its timers that come
+    /// due while it has no room wait unclaimed, so that an instance with room may take them, and
+    /// the other handlers' timers go past them. `lease` is how long its claims hold a timer
+    /// before another instance may take it — the time to fail over after a crash, and the longest
+    /// freeze a run survives — renewed every third of it; the claim of a timer whose handler was
+    /// not known when it was claimed (a backlog's sweep, a manual fire) is written with
+    /// ``Options/lease`` and set to the handler's at its start.
+    ///
     /// - Parameters:
     ///   - name: The handler's name, stored with each of its timers (1 to 512 bytes of UTF-8).
     ///   - payload: The type its timers' payloads decode as.
     ///   - timeout: The longest a run may take; `nil` for ``Options/handlerTimeout``.
     ///   - retry: How its failed runs are retried; `nil` for the runner's options.
+    ///   - maxConcurrentRuns: The most runs of it at once in this process; `nil` for no limit of
+    ///     its own (``Options/maxConcurrentHandlers`` bounds every handler's together).
+    ///   - lease: Its claims' lease; `nil` for ``Options/lease``.
     ///   - handler: Runs each occurrence, with its payload and what the runner knows of the fire.
     /// - Throws: ``DurableTimerError/handlerAlreadyRegistered(_:)``, ``DurableTimerError/invalidKey(_:)``
-    ///   for an invalid name, ``DurableTimerError/invalidDuration(_:)`` for a timeout of zero or
-    ///   less, or a retry policy with fewer than one attempt or a delay of zero or less.
+    ///   for an invalid name, ``DurableTimerError/invalidDuration(_:)`` for a timeout or a lease of
+    ///   zero or less, a retry policy with fewer than one attempt or a delay of zero or less, or a
+    ///   `maxConcurrentRuns` under 1.
     public func register<Payload: Codable & Sendable>(
-        _ name: String, payload: Payload.Type, timeout: Duration? = nil, retry: DurableRetryPolicy? = nil,
-        _ handler: @escaping @Sendable (Payload, DurableFire) async throws -> Void
+        _ name: String, payload: Payload.Type, timeout: Duration? = nil, retry: DurableRetryPolicy? = nil, maxConcurrentRuns: Int? = nil,
+        lease: Duration? = nil, _ handler: @escaping @Sendable (Payload, DurableFire) async throws -> Void
     ) async throws(DurableTimerError) {
         try DurableLimits.validate(key: name)
         if let timeout, timeout <= .zero { throw .invalidDuration("a handler's timeout must be more than zero") }
+        if let lease, lease <= .zero { throw .invalidDuration("a handler's lease must be more than zero") }
+        if let maxConcurrentRuns, maxConcurrentRuns < 1 {
+            throw .invalidDuration("a handler's maxConcurrentRuns must be at least 1 (it was \(maxConcurrentRuns))")
+        }
         if let retry, retry.maxAttempts < 1 || retry.delay <= .zero || retry.maxDelay < retry.delay {
             throw .invalidDuration("a retry policy needs maxAttempts of at least 1, a delay of more than zero, and a maxDelay of at least the delay")
         }
@@ -140,12 +157,13 @@ public final class DurableTimers: Sendable {
             }
             try await handler(payload, fire)
         }
-        let policy = retry.map { retry in
+        let retryPolicy = retry.map { retry in
             RunnerStateMachine.Retry(
                 maxAttempts: retry.maxAttempts, delay: retry.delay.saturatingNanoseconds, maxDelay: retry.maxDelay.saturatingNanoseconds,
                 jitterPermille: Int64((retry.jitter * 1000).rounded()))
         }
-        try runner.register(name, Runner.Registered(handler: erased, timeout: timeout, retry: policy))
+        let policy = RunnerStateMachine.HandlerPolicy(retry: retryPolicy, maxConcurrentRuns: maxConcurrentRuns, lease: lease?.saturatingNanoseconds)
+        try runner.register(name, Runner.Registered(handler: erased, timeout: timeout, policy: policy))
         if runner.isStarted { await runner.refill() }
     }
 

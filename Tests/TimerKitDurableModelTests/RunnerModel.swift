@@ -20,6 +20,11 @@ enum ModelSettings {
     static let horizon = 10_000 * millisecond
     static let handlerTimeout = 7_000 * millisecond
     static let maxAttempts = 3
+    /// The second handler's policy: one run at a time per process, a shorter lease.
+    static let limitedHandler = "g"
+    static let limitedLease = 2_000 * millisecond
+    static var limitedPolicy: Machine.HandlerPolicy { Machine.HandlerPolicy(maxConcurrentRuns: 1, lease: limitedLease) }
+    static func lease(for handler: String) -> Int64 { handler == limitedHandler ? limitedLease : lease }
     static func configuration(_ owner: String) -> Machine.Configuration {
         // A slow catch-up (20 a second: a tick of 50 ms, one claim each), so that sweeps are
         // rate-bound as often as slot-bound.
@@ -36,6 +41,7 @@ enum ModelSettings {
 
 /// A row of the model store.
 struct ModelRow {
+    var handler: String
     var due: Int64
     var readyAt: Int64
     var interval: Int64?
@@ -52,15 +58,15 @@ struct ModelStore {
     var rows: [String: ModelRow] = [:]
     var nextSequence: Int64 = 1
 
-    mutating func put(_ key: String, due: Int64, interval: Int64?) {
-        rows[key] = ModelRow(due: due, readyAt: due, interval: interval, sequence: nextSequence)
+    mutating func put(_ key: String, handler: String, due: Int64, interval: Int64?) {
+        rows[key] = ModelRow(handler: handler, due: due, readyAt: due, interval: interval, sequence: nextSequence)
         nextSequence += 1
     }
 
     func record(_ key: String) -> DurableTimerRecord? {
         guard let row = rows[key] else { return nil }
         var record = DurableTimerRecord(
-            namespace: "model", key: key, handler: "h", payload: Data(), recurrence: row.interval.map { .interval($0) } ?? .none, misfire: .once,
+            namespace: "model", key: key, handler: row.handler, payload: Data(), recurrence: row.interval.map { .interval($0) } ?? .none, misfire: .once,
             due: row.due)
         record.readyAt = row.readyAt
         record.sequence = row.sequence
@@ -86,8 +92,10 @@ struct ModelStore {
 
     /// A sweep: claims up to `limit` rows ready by `now`, the earliest first (the SQL skips rows
     /// locked by a claim in flight; here every call is atomic).
-    mutating func sweep(owner: String, excluding: [String], now: Int64, lease: Int64, limit: Int) -> [DurableTimerRecord] {
-        let ready = rows.filter { !$0.value.parked && $0.value.readyAt <= now && !excluding.contains($0.value.owner ?? "") }.sorted {
+    mutating func sweep(owner: String, excluding: [String], skipping: [String], now: Int64, lease: Int64, limit: Int) -> [DurableTimerRecord] {
+        let ready = rows.filter {
+            !$0.value.parked && $0.value.readyAt <= now && !excluding.contains($0.value.owner ?? "") && !skipping.contains($0.value.handler)
+        }.sorted {
             ($0.value.readyAt, $0.key) < ($1.value.readyAt, $1.key)
         }
         return ready.prefix(limit).compactMap { key, _ in
@@ -121,12 +129,13 @@ struct ModelStore {
         return true
     }
 
-    mutating func renew(_ claims: [Machine.HeldClaim], now: Int64, lease: Int64) -> Set<StoredKey> {
+    /// Renews claims, each for the lease it asks (its end less the `reading` it was asked at).
+    mutating func renew(_ claims: [Machine.HeldClaim], now: Int64, reading: Int64) -> Set<StoredKey> {
         var renewed: Set<StoredKey> = []
         for claim in claims {
             guard var row = rows[claim.key.string], row.owner == claim.token, row.sequence == claim.sequence else { continue }
-            row.leaseUntil = now + lease
-            row.readyAt = now + lease
+            row.leaseUntil = now + (claim.leaseUntil - reading)
+            row.readyAt = row.leaseUntil!
             rows[claim.key.string] = row
             renewed.insert(claim.key)
         }
@@ -152,6 +161,7 @@ struct ModelHandler {
 
     var token: String
     var sequence: Int64
+    var handler: String
     var behavior: Behavior
     /// When it started (true time).
     var startedAt: Int64
@@ -166,10 +176,10 @@ struct ModelHandler {
 struct ModelCall {
     enum Kind {
         case claim([Machine.QueuedClaim], token: String, reading: Int64)
-        case sweep(limit: Int, token: String, excluding: [String], reading: Int64)
+        case sweep(limit: Int, token: String, excluding: [String], skipping: [String], reading: Int64)
         case finish(StoredKey, token: String, sequence: Int64, outcome: DurableTimerOutcome)
         case release(StoredKey, token: String, sequence: Int64, readyAt: Int64)
-        case renew([Machine.HeldClaim], reading: Int64, leaseUntil: Int64)
+        case renew([Machine.HeldClaim], reading: Int64)
     }
 
     var process: Int
@@ -188,7 +198,7 @@ enum ModelAnswer {
     case claimed([Machine.QueuedClaim], token: String, results: [StoredKey: Machine.ClaimResult], failed: Bool, sentAt: Int64)
     case swept(limit: Int, token: String, Result<[DurableTimerRecord], DurableTimerError>, sentAt: Int64)
     case wrote(StoredKey, token: String, Machine.WriteResult)
-    case renewed([Machine.HeldClaim], leaseUntil: Int64, Result<Set<StoredKey>, DurableTimerError>)
+    case renewed([Machine.HeldClaim], Result<Set<StoredKey>, DurableTimerError>)
 }
 
 /// A process of the model: a state machine and what its runner holds.
@@ -242,6 +252,7 @@ final class ModelProcess {
         owner = "p\(id)"
         machine = Machine(configuration: ModelSettings.configuration(owner))
         _ = machine.register("h")
+        _ = machine.register(ModelSettings.limitedHandler, policy: ModelSettings.limitedPolicy)
     }
 
     func reading(_ now: Int64) -> Int64 { now + skew }

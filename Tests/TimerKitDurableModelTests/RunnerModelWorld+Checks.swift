@@ -24,6 +24,19 @@ extension ModelWorld {
             violations.append(
                 "p\(processes[index].id): \(machine.slotsTaken) slots taken for \(claiming) claiming, \(running) running and \(machine.sweeping) sweeping")
         }
+        // The limited handler's slots: one per occurrence holding one, every run of it holding
+        // one, never more than its limit.
+        let limited = ModelSettings.limitedHandler
+        let holding = machine.occurrences.values.filter { $0.slotHandler == limited }.count
+        let unslotted = machine.occurrences.values.contains { occurrence in
+            if case .running(let run) = occurrence.phase { return run.handler == limited && occurrence.slotHandler != limited }
+            return false
+        }
+        if holding != machine.handlerSlots[limited, default: 0] || holding > 1 || unslotted {
+            violations.append(
+                "p\(processes[index].id): \(machine.handlerSlots[limited, default: 0]) slots of \(limited) taken, \(holding) occurrences hold one\(unslotted ? ", a run of it holds none" : "")"
+            )
+        }
         for key in machine.held {
             switch machine.occurrences[key]?.phase {
             case .running?, .completing?: break
@@ -77,7 +90,11 @@ extension ModelWorld {
                 let stuck: Bool
                 switch occurrence.phase {
                 case .armed: stuck = false
-                case .queued: stuck = machine.slotsTaken < 2 && !machine.isClaimRoundInFlight
+                case .queued:
+                    // Waiting for a slot of its handler is not stuck while its handler has none free.
+                    let hasRoom =
+                        occurrence.handler.map { handler in machine.limit(for: handler).map { machine.handlerSlots[handler, default: 0] < $0 } ?? true } ?? true
+                    stuck = machine.slotsTaken < 2 && !machine.isClaimRoundInFlight && hasRoom
                 case .claiming: stuck = !callsInFlight
                 case .running: stuck = process.handlers[key] == nil
                 case .completing, .releasing:

@@ -23,11 +23,11 @@ extension ModelWorld {
         let until = reading + ModelSettings.horizon
         // As the runner loads: from a second back; older rows are the sweep's.
         let from = reading - ModelSettings.recentlyDue
-        let ready = store.rows.filter { !$0.value.parked && $0.value.readyAt >= from && $0.value.readyAt <= until }.map { ($0.key, $0.value.readyAt) }
-            .sorted { $0.0 < $1.0 }
+        let ready = store.rows.filter { !$0.value.parked && $0.value.readyAt >= from && $0.value.readyAt <= until }
+            .map { ($0.key, $0.value.readyAt, $0.value.handler) }.sorted { $0.0 < $1.0 }
         transition(index, "refill") { machine in
             machine.loaded(until: until)
-            return ready.flatMap { machine.load(StoredKey($0.0), readyAt: $0.1) } + machine.backlogMayWait()
+            return ready.flatMap { machine.load(StoredKey($0.0), readyAt: $0.1, handler: $0.2) } + machine.backlogMayWait()
         }
     }
 
@@ -35,9 +35,11 @@ extension ModelWorld {
         keyNumber += 1
         let key = "k\(keyNumber)"
         let interval: Int64? = Int.random(in: 0..<4, using: &random) == 0 ? Int64.random(in: 1_000...8_000, using: &random) * ModelSettings.millisecond : nil
-        store.put(key, due: now + Int64.random(in: 0...(3 * ModelSettings.lease), using: &random), interval: interval)
+        // A third of the timers are the limited handler's.
+        let handler = Int.random(in: 0..<3, using: &random) == 0 ? ModelSettings.limitedHandler : "h"
+        store.put(key, handler: handler, due: now + Int64.random(in: 0...(3 * ModelSettings.lease), using: &random), interval: interval)
         if interval == nil { oneShots.insert(key) }
-        note("schedule \(key)\(interval.map { " every \($0)" } ?? "")")
+        note("schedule \(key) for \(handler)\(interval.map { " every \($0)" } ?? "")")
         notify(key, from: -1)
     }
 

@@ -172,8 +172,8 @@ struct ModelWorld {
                 transition(index, "sweep \(token) ended") { $0.sweepEnded(limit: limit, token: token, result: result, now: reading, elapsed: elapsed) }
             case .wrote(let key, let token, let result):
                 transition(index, "write of \(key) \(token): \(result)") { $0.writeEnded(key, token: token, result: result, now: reading) }
-            case .renewed(let claims, let leaseUntil, let result):
-                transition(index, "renewal") { $0.renewalEnded(claims, leaseUntil: leaseUntil, result: result, now: reading) }
+            case .renewed(let claims, let result):
+                transition(index, "renewal") { $0.renewalEnded(claims, result: result, now: reading) }
             }
         }
         while processes[index].isAlive, let position = processes[index].timers.firstIndex(where: { $0.at <= now }) {
@@ -259,8 +259,8 @@ struct ModelWorld {
             case .arm(let key, let instant, let generation): processes[index].wakeUps[key] = .init(at: instant, generation: generation)
             case .disarm(let key): processes[index].wakeUps[key] = nil
             case .claim(let round, let token): call(index, .claim(round, token: token, reading: processes[index].reading(now)))
-            case .sweep(let limit, let token, let excluding):
-                call(index, .sweep(limit: limit, token: token, excluding: excluding, reading: processes[index].reading(now)))
+            case .sweep(let limit, let token, let excluding, let skipping):
+                call(index, .sweep(limit: limit, token: token, excluding: excluding, skipping: skipping, reading: processes[index].reading(now)))
             case .scheduleSweepTick(let delay): processes[index].timers.append(.init(at: now + delay, timer: .sweepTick))
             case .scheduleBacklogCheck(let delay): processes[index].timers.append(.init(at: now + delay, timer: .backlogCheck))
             // An instant of the store's clock, read on the process's (its skew).
@@ -276,8 +276,7 @@ struct ModelWorld {
                 // No random draw here: the machine's actions come in an order of its dictionaries.
                 if handler.behavior != .ignoresCancellation { handler.endsAt = now + 10 * ModelSettings.millisecond }
                 processes[index].handlers[key] = handler
-            case .renew(let claims, let leaseUntil):
-                call(index, .renew(claims, reading: processes[index].reading(now), leaseUntil: leaseUntil))
+            case .renew(let claims): call(index, .renew(claims, reading: processes[index].reading(now)))
             case .scheduleRenewal(let delay): processes[index].timers.append(.init(at: now + delay, timer: .renewal))
             case .report, .event: break
             case .drained: drained(index)
@@ -292,6 +291,10 @@ struct ModelWorld {
         note("p\(process.id) starts \(occurrence), attempt \(start.record.attempts)")
         if process.handlers[key] != nil {
             violations.append("p\(process.id) started \(key) while its handler was running there")
+        }
+        let limited = ModelSettings.limitedHandler
+        if start.record.handler == limited, process.handlers.values.contains(where: { $0.handler == limited }) {
+            violations.append("p\(process.id) started \(occurrence) of \(limited) while another run of it was under way there, over its limit of 1")
         }
         if start.record.attempts > ModelSettings.maxAttempts {
             violations.append("p\(process.id) started \(occurrence) at attempt \(start.record.attempts), past maxAttempts")
@@ -308,7 +311,7 @@ struct ModelWorld {
         }
         let behavior = ModelHandler.Behavior.allCases.randomElement(using: &random)!
         processes[index].handlers[key] = ModelHandler(
-            token: start.token, sequence: start.record.sequence, behavior: behavior, startedAt: now,
+            token: start.token, sequence: start.record.sequence, handler: start.record.handler, behavior: behavior, startedAt: now,
             endsAt: now + Int64.random(in: 0...(Bool.random(using: &random) ? ModelSettings.lease / 3 : 2 * ModelSettings.lease), using: &random),
             timeoutAt: now + ModelSettings.handlerTimeout)
     }
@@ -328,19 +331,19 @@ struct ModelWorld {
 
     mutating func apply(_ call: ModelCall) {
         let applies = !call.fails || call.isApplied
-        let lease = ModelSettings.lease
         let answer: ModelAnswer
         switch call.kind {
         case .claim(let round, let token, _):
             var results: [StoredKey: Machine.ClaimResult] = [:]
             for entry in round {
-                let result = applies ? store.claim(entry.key.string, owner: token, now: call.at, lease: lease, early: entry.isManual) : .failed
+                let result = applies ? store.claim(entry.key.string, owner: token, now: call.at, lease: entry.lease, early: entry.isManual) : .failed
                 results[entry.key] = call.fails ? .failed : result
                 if call.fails, case .claimed = result { unanswered.insert("\(token)|\(entry.key)") }
             }
             answer = .claimed(round, token: token, results: results, failed: call.fails, sentAt: call.sentAt)
-        case .sweep(let limit, let token, let excluding, _):
-            let swept = applies ? store.sweep(owner: token, excluding: excluding, now: call.at, lease: lease, limit: limit) : []
+        case .sweep(let limit, let token, let excluding, let skipping, _):
+            let swept =
+                applies ? store.sweep(owner: token, excluding: excluding, skipping: skipping, now: call.at, lease: ModelSettings.lease, limit: limit) : []
             if call.fails { for record in swept { unanswered.insert("\(token)|\(record.key)") } }
             answer = .swept(limit: limit, token: token, call.fails ? .failure(.store(reason: "model")) : .success(swept), sentAt: call.sentAt)
         case .finish(let key, let token, let sequence, let outcome):
@@ -351,11 +354,11 @@ struct ModelWorld {
             let changed = applies && store.release(key.string, owner: token, sequence: sequence, readyAt: readyAt)
             if changed { notify(key.string, from: call.process) }
             answer = .wrote(key, token: token, call.fails ? .failed(.store(reason: "model")) : changed ? .applied : .refused)
-        case .renew(let claims, _, let leaseUntil):
+        case .renew(let claims, let reading):
             // A failed renewal is a fault of its process: enough of them let a lease lapse.
             if call.fails { processes[call.process].faults.append(call.at...call.at) }
-            let renewed = applies ? store.renew(claims, now: call.at, lease: lease) : []
-            answer = .renewed(claims, leaseUntil: leaseUntil, call.fails ? .failure(.store(reason: "model")) : .success(renewed))
+            let renewed = applies ? store.renew(claims, now: call.at, reading: reading) : []
+            answer = .renewed(claims, call.fails ? .failure(.store(reason: "model")) : .success(renewed))
         }
         if processes[call.process].isAlive { processes[call.process].answers.append(answer) }
     }
@@ -367,7 +370,7 @@ struct ModelWorld {
             let reading = processes[index].reading(now)
             transition(index, "notice: \(key) ready at \(row.readyAt)") { machine in
                 machine.loaded(until: reading + ModelSettings.horizon)
-                return machine.load(StoredKey(key), readyAt: row.readyAt, handler: "h")
+                return machine.load(StoredKey(key), readyAt: row.readyAt, handler: row.handler)
             }
         }
     }

@@ -26,8 +26,8 @@ extension DurableTimers {
             var handler: Handler
             /// How long a run may take before its task is cancelled; `nil` for no limit.
             var timeout: Duration?
-            /// Its own retry policy, or `nil` for the runner's.
-            var retry: RunnerStateMachine.Retry?
+            /// Its own retry policy, concurrency limit and lease (each `nil`: the runner's).
+            var policy: RunnerStateMachine.HandlerPolicy
         }
 
         /// What the runner works with: where timers are kept, whose they are, which clock.
@@ -158,7 +158,7 @@ extension DurableTimers {
                     spawn { await self.release(key, token: token, sequence: sequence, readyAt: readyAt) }
                 case .cancelHandler(let key, let token):
                     state.withLock { state in state.runs[key].flatMap { $0.token == token ? $0.task : nil } }?.cancel()
-                case .renew(let claims, let leaseUntil): spawn(on: context.renewalExecutor) { await self.renew(claims, leaseUntil: leaseUntil) }
+                case .renew(let claims): spawn(on: context.renewalExecutor) { await self.renew(claims) }
                 case .scheduleRenewal(let delay):
                     let callback = schedule(after: delay, on: context.renewalExecutor) { runner in
                         runner.transition { $0.renewalDue(now: runner.context.now()) }
@@ -175,7 +175,7 @@ extension DurableTimers {
 
         func register(_ name: String, _ registered: Registered) throws(DurableTimerError) {
             try state.withLock { (state) throws(DurableTimerError) in
-                guard state.machine.register(name, retry: registered.retry) else { throw .handlerAlreadyRegistered(name) }
+                guard state.machine.register(name, policy: registered.policy) else { throw .handlerAlreadyRegistered(name) }
                 state.handlers[name] = registered
             }
         }

@@ -19,7 +19,8 @@ extension DurableTimers.Runner {
             let actions: [Machine.Action]
             switch round {
             case .claim(let keys, let token): actions = await claim(keys, token: token)
-            case .sweep(let limit, let token, let excluding): actions = await sweep(limit: limit, token: token, excluding: excluding)
+            case .sweep(let limit, let token, let excluding, let skipping):
+                actions = await sweep(limit: limit, token: token, excluding: excluding, skipping: skipping)
             default: return
             }
             perform(
@@ -37,7 +38,7 @@ extension DurableTimers.Runner {
 
     /// Claims up to `limit` ready timers of the backlog, the earliest first, and hands them to
     /// the machine; returns what to do next.
-    private func sweep(limit: Int, token: String, excluding: [String]) async -> [Machine.Action] {
+    private func sweep(limit: Int, token: String, excluding: [String], skipping: [String]) async -> [Machine.Action] {
         let began = context.monotonicNow()
         let now = context.now()
         let leaseUntil = now.addingSaturating(context.options.lease.saturatingNanoseconds)
@@ -45,7 +46,8 @@ extension DurableTimers.Runner {
         do {
             result = .success(
                 try await context.store.sweep(
-                    namespace: context.namespace, handlers: handlerNames, owner: token, excluding: excluding, now: now, leaseUntil: leaseUntil, limit: limit))
+                    namespace: context.namespace, handlers: handlerNames.filter { !skipping.contains($0) }, owner: token, excluding: excluding, now: now,
+                    leaseUntil: leaseUntil, limit: limit))
         } catch {
             result = .failure(error)
         }
@@ -53,17 +55,18 @@ extension DurableTimers.Runner {
         return state.withLock { $0.machine.sweepEnded(limit: limit, token: token, result: result, now: now, elapsed: elapsed) }
     }
 
-    /// Claims a round's keys — the woken ones in one store call, manual ones early, one by one —
-    /// and hands every key's answer to the machine; returns what to do next.
+    /// Claims a round's keys — the woken ones in one store call per lease (their handlers'),
+    /// manual ones early, one by one — and hands every key's answer to the machine; returns what
+    /// to do next.
     private func claim(_ round: [Machine.QueuedClaim], token: String) async -> [Machine.Action] {
         let (store, namespace) = (context.store, context.namespace)
         let began = context.monotonicNow()
         let now = context.now()
-        let leaseUntil = now.addingSaturating(context.options.lease.saturatingNanoseconds)
         var results: [StoredKey: Machine.ClaimResult] = [:]
         var failure: DurableTimerError?
-        let batch = round.filter { !$0.isManual }
-        if !batch.isEmpty {
+        let batches = Dictionary(grouping: round.filter { !$0.isManual }, by: \.lease)
+        for (lease, batch) in batches.sorted(by: { $0.key < $1.key }) {
+            let leaseUntil = now.addingSaturating(lease)
             do {
                 let claimed = try await store.claim(namespace: namespace, keys: batch.map(\.key.string), owner: token, now: now, leaseUntil: leaseUntil)
                 for entry in batch { results[entry.key] = .gone }
@@ -80,6 +83,7 @@ extension DurableTimers.Runner {
         }
         for entry in round where entry.isManual {
             do {
+                let leaseUntil = now.addingSaturating(entry.lease)
                 switch try await store.claim(namespace: namespace, key: entry.key.string, owner: token, now: now, leaseUntil: leaseUntil, early: true) {
                 case .claimed(let record): results[entry.key] = .claimed(record)
                 case .notReady(let readyAt): results[entry.key] = .notReady(readyAt: readyAt)
@@ -177,17 +181,22 @@ extension DurableTimers.Runner {
         transition { $0.writeEnded(key, token: token, result: result, now: now) }
     }
 
-    /// Extends every held claim's lease in one write.
-    func renew(_ claims: [Machine.HeldClaim], leaseUntil: Int64) async {
-        let result: Result<Set<StoredKey>, DurableTimerError>
-        do {
-            let held = claims.map { DurableHeldClaim(key: $0.key.string, owner: $0.token, sequence: $0.sequence) }
-            result = .success(try await context.store.renewAll(namespace: context.namespace, claims: held, now: context.now(), leaseUntil: leaseUntil))
-        } catch {
-            result = .failure(error)
-        }
+    /// Extends held claims' leases: one write per lease's end (one, unless handlers have leases
+    /// of their own).
+    func renew(_ claims: [Machine.HeldClaim]) async {
+        var result: Result<Set<StoredKey>, DurableTimerError> = .success([])
         let now = context.now()
-        transition { $0.renewalEnded(claims, leaseUntil: leaseUntil, result: result, now: now) }
+        for (leaseUntil, group) in Dictionary(grouping: claims, by: \.leaseUntil).sorted(by: { $0.key < $1.key }) {
+            do {
+                let held = group.map { DurableHeldClaim(key: $0.key.string, owner: $0.token, sequence: $0.sequence) }
+                let renewed = try await context.store.renewAll(namespace: context.namespace, claims: held, now: now, leaseUntil: leaseUntil)
+                result = result.map { $0.union(renewed) }
+            } catch {
+                result = .failure(error)
+            }
+        }
+        let after = context.now()
+        transition { $0.renewalEnded(claims, result: result, now: after) }
     }
 
     // MARK: Loading
@@ -345,7 +354,7 @@ extension DurableTimers.Runner {
             machine.loaded(until: loadedUntil)
             var actions: [Machine.Action] = []
             for timer in loaded {
-                actions += machine.load(StoredKey(timer.key), readyAt: timer.readyAt)
+                actions += machine.load(StoredKey(timer.key), readyAt: timer.readyAt, handler: timer.handler)
             }
             return actions + machine.backlogMayWait()
         }
@@ -383,7 +392,7 @@ extension DurableTimers.Runner {
             context.options.onError(error)
             return
         }
-        transition { machine in loaded.flatMap { machine.load(StoredKey($0.key), readyAt: $0.readyAt) } }
+        transition { machine in loaded.flatMap { machine.load(StoredKey($0.key), readyAt: $0.readyAt, handler: $0.handler) } }
         context.options.onEvent(.loaded(scope: .window, timers: loaded.count, duration: .nanoseconds(context.monotonicNow() - began)))
     }
 

@@ -26,9 +26,44 @@ extension RunnerStateMachine {
             let credit = Double(max(rate, 1)) * Double(tick) / 1e9
             return (tick, Int(min(max(credit.rounded(), 1), Double(1 << 40))))
         }
+    }
 
-        /// How often held claims are renewed: a third of the lease.
-        var renewalPeriod: Int64 { max(lease / 3, 1) }
+    /// What a handler registered with of its own (``DurableTimers/register(_:payload:timeout:retry:maxConcurrentRuns:lease:_:)``);
+    /// each `nil` takes the runner's.
+    struct HandlerPolicy: Sendable, Equatable {
+        var retry: Retry?
+        /// At most this many of its runs at once in this process.
+        var maxConcurrentRuns: Int?
+        /// Its claims' lease, in nanoseconds.
+        var lease: Int64?
+    }
+
+    /// Keys in order, taken from the front: an array and the index of its head, compacted as the
+    /// head moves on.
+    struct KeyQueue: Sendable, Equatable {
+        private var keys: [StoredKey] = []
+        private var head = 0
+
+        var isEmpty: Bool { head == keys.count }
+
+        /// The keys not taken yet.
+        var remaining: ArraySlice<StoredKey> { keys[head...] }
+
+        mutating func append(_ key: StoredKey) { keys.append(key) }
+
+        mutating func popFirst() -> StoredKey? {
+            guard head < keys.count else { return nil }
+            let key = keys[head]
+            head += 1
+            if head == keys.count {
+                keys.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 4_096, head * 2 > keys.count {
+                keys.removeFirst(head)
+                head = 0
+            }
+            return key
+        }
     }
 
     /// A handler's retry policy, in nanoseconds (``DurableRetryPolicy``).
@@ -148,6 +183,18 @@ extension RunnerStateMachine {
         /// clock (another claim was writing the row, or the clocks disagree): each waits twice
         /// as long before the next, from 5 ms up to 1.28 s.
         var refusals = 0
+        /// Its timer's handler, when the store said (a load, a claim).
+        var handler: String?
+        /// The handler with a concurrency limit whose slot it holds (claiming or running).
+        var slotHandler: String?
+        /// Given back for want of a slot of its handler: it waits here for one once the release
+        /// is written.
+        var waitsForSlot = false
+
+        init(phase: Phase, handler: String? = nil) {
+            self.phase = phase
+            self.handler = handler
+        }
     }
 
     /// A claim a sweep took of a key whose handler runs here, being given back.
@@ -163,6 +210,8 @@ extension RunnerStateMachine {
     struct QueuedClaim: Sendable, Equatable {
         var key: StoredKey
         var isManual: Bool
+        /// The lease to claim it for: its handler's, when known, or the runner's.
+        var lease: Int64
     }
 
     /// A held claim, for a renewal.
@@ -170,6 +219,8 @@ extension RunnerStateMachine {
         var key: StoredKey
         var token: String
         var sequence: Int64
+        /// The lease's new end: from the renewal's time, its handler's lease on.
+        var leaseUntil: Int64
     }
 
     /// What the store said of one key of a claim round.
@@ -221,9 +272,10 @@ extension RunnerStateMachine {
         /// Claim these keys, as the round `token` (manual ones early, one by one).
         case claim([QueuedClaim], token: String)
         /// Claim up to `limit` of the store's ready timers no runner holds, the earliest first, as
-        /// the round `token`: a sweep of the backlog. Rows owned by `excluding` (claims this
-        /// runner holds, whose lease may have lapsed) are not taken.
-        case sweep(limit: Int, token: String, excluding: [String])
+        /// the round `token`, for the runner's lease: a sweep of the backlog. Rows owned by
+        /// `excluding` (claims this runner holds, whose lease may have lapsed) are not taken, nor
+        /// those of the handlers `skipping` (their slots are all taken).
+        case sweep(limit: Int, token: String, excluding: [String], skipping: [String])
         /// Call ``RunnerStateMachine/sweepTickDue()`` `after` nanoseconds: the catch-up's credit.
         case scheduleSweepTick(after: Int64)
         /// Call ``RunnerStateMachine/backlogMayWait()`` again `after` nanoseconds: claims that a
@@ -242,8 +294,8 @@ extension RunnerStateMachine {
         case release(StoredKey, token: String, sequence: Int64, readyAt: Int64)
         /// Cancel the task running the key's handler.
         case cancelHandler(StoredKey, token: String)
-        /// Extend every held claim's lease to `leaseUntil`, in one write.
-        case renew([HeldClaim], leaseUntil: Int64)
+        /// Extend held claims' leases, each to its `leaseUntil`, in one write (one per lease).
+        case renew([HeldClaim])
         /// Arm the next renewal tick `after` nanoseconds (a span: on a monotonic clock, so that a
         /// step of the wall clock cannot delay a renewal past the lease).
         case scheduleRenewal(after: Int64)

@@ -27,13 +27,26 @@ struct RunnerStateMachine: Sendable {
     private(set) var occurrences: [StoredKey: Occurrence] = [:]
     /// Handler names registered with this runner.
     private(set) var handlers: Set<String> = []
-    /// The retry policies of handlers registered with one of their own.
-    private var retries: [String: Retry] = [:]
+    /// The policies of handlers registered with one of their own.
+    private var policies: [String: HandlerPolicy] = [:]
+    /// Slots taken by keys of each handler with a concurrency limit of its own (claiming or
+    /// running), at most its limit.
+    private(set) var handlerSlots: [String: Int] = [:]
+    /// Keys that came due while their handler's slots were all taken, per handler, in order.
+    private var waiting: [String: KeyQueue] = [:]
+    /// Handlers whose part of the backlog the last sweep left out (their slots were all taken):
+    /// the backlog is swept again once one of them has room.
+    private var backlogLeftTo: Set<String> = []
+    /// The handlers the sweep in flight left out.
+    private var sweepSkipped: [String] = []
+    /// Handlers whose left-out backlog has room again: the room is kept for the next sweep, so
+    /// that their timers coming due on time do not take it first, every time (their backlog
+    /// would wait for ever behind a steady stream).
+    private var sweepOwed: Set<String> = []
     /// Timers ready by this instant are armed (or busy); later ones are loaded later.
     private(set) var loadedUntil: Int64 = .min
     /// Keys waiting for a claim round, in order (entries whose key is no longer queued are skipped).
-    private var queue: [StoredKey] = []
-    private var queueHead = 0
+    private var queue = KeyQueue()
     /// Handler slots taken by keys claiming or running (at most `maxConcurrentHandlers`).
     private(set) var slotsTaken = 0
     private(set) var isClaimRoundInFlight = false
@@ -41,6 +54,14 @@ struct RunnerStateMachine: Sendable {
     private(set) var held: Set<StoredKey> = []
     private var isRenewalArmed = false
     private var isRenewalInFlight = false
+    /// Claims written with another lease than their handler's (a sweep's, a manual fire's): their
+    /// lease is set by the next renewal, at once.
+    private var leaseFixes: [StoredKey] = []
+    /// A renewal tick came while a renewal of lease fixes was in flight: every held claim is
+    /// renewed once it ends.
+    private var isFullRenewalPending = false
+    /// The renewal in flight is of lease fixes only.
+    private var leaseFixesInFlight = false
     private var claimRounds: UInt64 = 0
     private var generations: UInt64 = 0
     /// Overdue timers may wait in the store, armed by no one (a load of the horizon leaves them
@@ -67,18 +88,39 @@ struct RunnerStateMachine: Sendable {
 
     // MARK: Lifecycle and handlers
 
-    /// Registers a handler name; `false` if it was registered already.
-    mutating func register(_ handler: String, retry: Retry? = nil) -> Bool {
+    /// Registers a handler name with its own policy; `false` if it was registered already.
+    mutating func register(_ handler: String, policy: HandlerPolicy = HandlerPolicy()) -> Bool {
         guard handlers.insert(handler).inserted else { return false }
-        retries[handler] = retry
+        if policy != HandlerPolicy() { policies[handler] = policy }
         return true
     }
 
     /// The retry policy of `handler`: its own, or the runner's.
     func retry(for handler: String) -> Retry {
-        retries[handler]
+        policies[handler]?.retry
             ?? Retry(maxAttempts: configuration.maxAttempts, delay: configuration.retryDelay, maxDelay: configuration.maxRetryDelay, jitterPermille: 0)
     }
+
+    /// The lease of `handler`'s claims: its own, or the runner's.
+    func lease(for handler: String) -> Int64 { policies[handler]?.lease ?? configuration.lease }
+
+    /// How often held claims are renewed: a third of the shortest lease.
+    var renewalPeriod: Int64 {
+        max(policies.values.reduce(configuration.lease) { shortest, policy in min(shortest, policy.lease ?? shortest) } / 3, 1)
+    }
+
+    /// The concurrency limit of `handler` in this process, if it has one of its own.
+    func limit(for handler: String) -> Int? { policies[handler]?.maxConcurrentRuns }
+
+    /// Whether `handler` may take one more slot: it has no limit of its own, or room under it.
+    private func hasRoom(_ handler: String) -> Bool {
+        guard let limit = policies[handler]?.maxConcurrentRuns else { return true }
+        return handlerSlots[handler, default: 0] < limit
+    }
+
+    /// Whether a key of `handler` that came due may be claimed: it has room, and the room is not
+    /// kept for a sweep of its backlog.
+    private func admits(_ handler: String) -> Bool { hasRoom(handler) && !sweepOwed.contains(handler) }
 
     /// Starts the runner; `false` if it was started (or stopped) already.
     mutating func start() -> Bool {
@@ -111,9 +153,11 @@ struct RunnerStateMachine: Sendable {
                 break
             }
         }
-        queue = []
-        queueHead = 0
+        queue = KeyQueue()
+        waiting = [:]
         hasBacklog = false
+        backlogLeftTo = []
+        sweepOwed = []
         return actions + checkDrained()
     }
 
@@ -139,9 +183,11 @@ struct RunnerStateMachine: Sendable {
     /// still queued (a key can appear in it more than once), not a pass over every armed key.
     var waitingCount: Int {
         var seen: Set<StoredKey> = []
-        return queue[queueHead...].reduce(0) { count, key in
-            guard seen.insert(key).inserted, case .queued? = occurrences[key]?.phase else { return count }
-            return count + 1
+        return ([queue] + waiting.values).reduce(0) { count, keys in
+            keys.remaining.reduce(count) { count, key in
+                guard seen.insert(key).inserted, case .queued? = occurrences[key]?.phase else { return count }
+                return count + 1
+            }
         }
     }
 
@@ -167,15 +213,17 @@ struct RunnerStateMachine: Sendable {
         guard lifecycle == .running else { return [] }
         let wanted = readyAt <= loadedUntil && (handler.map(handlers.contains) ?? true)
         guard var occurrence = occurrences[key] else {
-            return wanted ? arm(key, readyAt: readyAt, at: wakeAt ?? readyAt) : []
+            return wanted ? arm(key, readyAt: readyAt, at: wakeAt ?? readyAt, handler: handler) : []
         }
+        if let handler { occurrence.handler = handler }
         switch occurrence.phase {
         case .armed(let armedAt, _):
             guard wanted else {
                 occurrences[key] = nil
                 return [.disarm(key)]
             }
-            return armedAt == readyAt ? [] : arm(key, readyAt: readyAt, at: wakeAt ?? readyAt)
+            occurrences[key] = occurrence
+            return armedAt == readyAt ? [] : arm(key, readyAt: readyAt, at: wakeAt ?? readyAt, handler: occurrence.handler)
         case .queued, .claiming, .running, .completing, .releasing:
             occurrence.deferredReadyAt = wanted ? readyAt : nil
             occurrence.isRemoved = false
@@ -249,40 +297,56 @@ struct RunnerStateMachine: Sendable {
     /// is in flight (keys queued meanwhile join the next).
     private mutating func nextClaimRound() -> [Action] {
         guard lifecycle == .running, !isClaimRoundInFlight else { return [] }
+        var actions: [Action] = []
+        // The part of the backlog a sweep left to handlers without room: swept next, now that
+        // one of them has some.
+        if !backlogLeftTo.isEmpty, case let revived = backlogLeftTo.filter(hasRoom), !revived.isEmpty {
+            backlogLeftTo.subtract(revived)
+            sweepOwed.formUnion(revived)
+            beginBacklog()
+            isSweepsTurn = true
+            actions = armSweepTick()
+        }
         claimRounds += 1
         let token = "\(configuration.owner)/\(claimRounds)"
         // Woken keys and the backlog's sweep take turns while both wait: on-time work that keeps
         // every slot busy must not starve the backlog, nor the backlog it.
         if !isSweepsTurn || !canSweep {
             var round: [QueuedClaim] = []
-            while slotsTaken < configuration.maxConcurrentHandlers, queueHead < queue.count {
-                let key = queue[queueHead]
-                queueHead += 1
-                guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
-                occurrences[key]!.phase = .claiming(token: token, isManual: isManual)
-                slotsTaken += 1
-                round.append(QueuedClaim(key: key, isManual: isManual))
+            // Keys that waited for a slot of their handler go first, as far as it has room.
+            for handler in waiting.keys.sorted() where admits(handler) {
+                while slotsTaken < configuration.maxConcurrentHandlers, admits(handler), let key = waiting[handler]?.popFirst() {
+                    guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
+                    round.append(take(key, isManual: isManual, token: token))
+                }
+                if waiting[handler]?.isEmpty == true { waiting[handler] = nil }
             }
-            if queueHead == queue.count {
-                queue.removeAll(keepingCapacity: true)
-                queueHead = 0
-            } else if queueHead > 4_096, queueHead * 2 > queue.count {
-                queue.removeFirst(queueHead)
-                queueHead = 0
+            while slotsTaken < configuration.maxConcurrentHandlers, let key = queue.popFirst() {
+                guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
+                if let handler = occurrences[key]?.handler, !admits(handler) {
+                    // Its handler's slots are all taken: it waits here for one, unclaimed (another
+                    // instance may run it meanwhile).
+                    waiting[handler, default: KeyQueue()].append(key)
+                    continue
+                }
+                round.append(take(key, isManual: isManual, token: token))
             }
             if !round.isEmpty {
                 isSweepsTurn = hasBacklog
                 isClaimRoundInFlight = true
-                return [.claim(round, token: token)]
+                return actions + [.claim(round, token: token)]
             }
         }
-        // A sweep of the backlog, as many as the free slots and the credit allow.
-        guard canSweep else { return [] }
+        // A sweep of the backlog, as many as the free slots and the credit allow, of the handlers
+        // with room.
+        guard canSweep else { return actions }
         let limit = min(configuration.maxConcurrentHandlers - slotsTaken, sweepCredit)
         isSweepsTurn = false
         sweepCredit -= limit
         slotsTaken += limit
         sweeping = limit
+        sweepSkipped = policies.keys.filter { !hasRoom($0) }.sorted()
+        sweepOwed = []
         isClaimRoundInFlight = true
         // No key claims while the sweep is in flight: these are all the claims held here.
         let holding = held.compactMap { key -> String? in
@@ -291,11 +355,44 @@ struct RunnerStateMachine: Sendable {
             default: nil
             }
         }
-        return [.sweep(limit: limit, token: token, excluding: holding.sorted())]
+        return actions + [.sweep(limit: limit, token: token, excluding: holding.sorted(), skipping: sweepSkipped)]
+    }
+
+    /// Takes a slot (and its handler's, when known) for a queued key joining the claim round
+    /// `token`.
+    private mutating func take(_ key: StoredKey, isManual: Bool, token: String) -> QueuedClaim {
+        occurrences[key]!.phase = .claiming(token: token, isManual: isManual)
+        slotsTaken += 1
+        let handler = occurrences[key]!.handler
+        if let handler { takeHandlerSlot(key, handler) }
+        return QueuedClaim(key: key, isManual: isManual, lease: handler.map(lease(for:)) ?? configuration.lease)
+    }
+
+    /// Takes a slot of `handler` for `key`, if the handler has a limit of its own.
+    private mutating func takeHandlerSlot(_ key: StoredKey, _ handler: String) {
+        guard limit(for: handler) != nil else { return }
+        handlerSlots[handler, default: 0] += 1
+        occurrences[key]!.slotHandler = handler
+    }
+
+    /// Frees the slot `key` took, and its handler's.
+    private mutating func freeSlot(_ key: StoredKey) {
+        slotsTaken -= 1
+        freeHandlerSlot(key)
+    }
+
+    /// Frees the slot of its handler that `key` took, if it took one.
+    private mutating func freeHandlerSlot(_ key: StoredKey) {
+        guard let handler = occurrences[key]?.slotHandler else { return }
+        occurrences[key]!.slotHandler = nil
+        handlerSlots[handler]! -= 1
+        if handlerSlots[handler] == 0 { handlerSlots[handler] = nil }
     }
 
     /// Whether a sweep may start: a backlog, a free slot, credit.
-    private var canSweep: Bool { hasBacklog && slotsTaken < configuration.maxConcurrentHandlers && sweepCredit > 0 }
+    private var canSweep: Bool {
+        hasBacklog && slotsTaken < configuration.maxConcurrentHandlers && sweepCredit > 0 && (policies.isEmpty || handlers.contains(where: hasRoom))
+    }
 
     // MARK: Sweeping a backlog
 
@@ -304,13 +401,16 @@ struct RunnerStateMachine: Sendable {
     /// ``Configuration/sweepCreditPerTick`` a tick, until a sweep finds fewer than it asked for.
     mutating func backlogMayWait() -> [Action] {
         guard lifecycle == .running else { return [] }
-        if !hasBacklog {
-            hasBacklog = true
-            sweptInBacklog = 0
-            // A tenth of a tick's credit at once, so that a short backlog needs no wait.
-            sweepCredit = max(sweepCredit, configuration.sweepCreditPerTick / 10, 1)
-        }
+        beginBacklog()
         return nextClaimRound() + armSweepTick()
+    }
+
+    private mutating func beginBacklog() {
+        guard !hasBacklog else { return }
+        hasBacklog = true
+        sweptInBacklog = 0
+        // A tenth of a tick's credit at once, so that a short backlog needs no wait.
+        sweepCredit = max(sweepCredit, configuration.sweepCreditPerTick / 10, 1)
     }
 
     /// The sweep's tick: its credit grows by a tick's worth, up to two ticks' worth (credit
@@ -342,9 +442,11 @@ struct RunnerStateMachine: Sendable {
             slotsTaken -= limit - records.count
             sweptInBacklog += records.count
             for record in records {
-                actions += adopt(StoredKey(record.key), record, token: token, now: now, isStale: elapsed >= configuration.lease)
+                actions += adopt(StoredKey(record.key), record, token: token, now: now, elapsed: elapsed)
             }
             actions.append(.event(.claimed(requested: records.count, claimed: records.count)))
+            // What it left to handlers without room is swept at their next free slot.
+            backlogLeftTo.formUnion(sweepSkipped)
             if records.count < limit, hasBacklog {
                 hasBacklog = false
                 // Rows other runners' sweeps held may come back when a claim lapses (its
@@ -357,7 +459,7 @@ struct RunnerStateMachine: Sendable {
 
     /// A record a sweep claimed becomes the key's claiming occurrence and runs as a claim
     /// round's would: an armed or queued occurrence of the key gives way to it.
-    private mutating func adopt(_ key: StoredKey, _ record: DurableTimerRecord, token: String, now: Int64, isStale: Bool) -> [Action] {
+    private mutating func adopt(_ key: StoredKey, _ record: DurableTimerRecord, token: String, now: Int64, elapsed: Int64) -> [Action] {
         var actions: [Action] = []
         var occurrence = occurrences[key] ?? Occurrence(phase: .queued(isManual: false))
         switch occurrence.phase {
@@ -388,7 +490,7 @@ struct RunnerStateMachine: Sendable {
         occurrence.phase = .claiming(token: token, isManual: false)
         occurrence.refusals = 0
         occurrences[key] = occurrence
-        return actions + claimed(key, record, token: token, isManual: false, now: now, isStale: isStale)
+        return actions + claimed(key, record, token: token, isManual: false, lease: configuration.lease, now: now, elapsed: elapsed)
     }
 
     /// A lease check armed at `instant` (``Action/scheduleLeaseCheck(at:)``) is due: the
@@ -427,9 +529,9 @@ struct RunnerStateMachine: Sendable {
             switch results[entry.key] ?? .gone {
             case .claimed(let record):
                 claimed += 1
-                actions += self.claimed(entry.key, record, token: token, isManual: isManual, now: now, isStale: elapsed >= configuration.lease)
+                actions += self.claimed(entry.key, record, token: token, isManual: isManual, lease: entry.lease, now: now, elapsed: elapsed)
             case .notReady(let readyAt):
-                slotsTaken -= 1
+                freeSlot(entry.key)
                 // Held by another runner (watch it: it runs here if that runner dies), or moved. A
                 // ready time the store refuses although it has come by this runner's clock — a row
                 // another claim is writing right now, or a clock that runs ahead of the store's —
@@ -439,17 +541,17 @@ struct RunnerStateMachine: Sendable {
                 actions += settle(entry.key, readyAt: readyAt, wakeAt: wakeAt)
                 if refusals > 0, case .armed? = occurrences[entry.key]?.phase { occurrences[entry.key]!.refusals = refusals }
             case .heldElsewhere(let until):
-                slotsTaken -= 1
+                freeSlot(entry.key)
                 // Another runner runs it: nothing to arm here. Should that runner die, its claim
                 // lapses at `until` and a sweep then takes the row: one look a second, for all
                 // the keys found held, instead of one claim per key at its lease's end — which,
                 // with instances racing for every key, was a second failed claim per fire.
                 actions += settle(entry.key, readyAt: nil) + armLeaseCheck(at: until)
             case .gone:
-                slotsTaken -= 1
+                freeSlot(entry.key)
                 actions += settle(entry.key, readyAt: nil)
             case .failed:
-                slotsTaken -= 1
+                freeSlot(entry.key)
                 // Try again after a while; the store keeps the timer meanwhile.
                 actions += settle(entry.key, readyAt: now, wakeAt: now.addingSaturating(configuration.retryDelay))
             }
@@ -458,27 +560,34 @@ struct RunnerStateMachine: Sendable {
         return actions + nextClaimRound() + checkDrained()
     }
 
-    private mutating func claimed(_ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, now reading: Int64, isStale: Bool) -> [Action]
-    {
+    /// A claim of `key`, written with `lease`, came back with its record: runs it, or parks,
+    /// advances or gives back what it must not run (or cannot yet: its handler's slots are all
+    /// taken).
+    private mutating func claimed(
+        _ key: StoredKey, _ record: DurableTimerRecord, token: String, isManual: Bool, lease: Int64, now reading: Int64, elapsed: Int64
+    ) -> [Action] {
         // The claim's time on the store's clock: the lease it wrote began then. A store that
         // decides on a clock of its own (PostgreSQL) claims after the reading taken before the
         // call — by the call's latency, and the measured offset's error — so the reading alone
         // could date a fire the store found due before its deadline.
-        let now = max(reading, (record.leaseUntil ?? reading).addingSaturating(-configuration.lease))
+        let now = max(reading, (record.leaseUntil ?? reading).addingSaturating(-lease))
         var run = Run(
             token: token, sequence: record.sequence, handler: record.handler, attempt: record.attempts,
-            leaseUntil: record.leaseUntil ?? now.addingSaturating(configuration.lease), isManual: isManual, due: record.due, next: .delete)
+            leaseUntil: record.leaseUntil ?? now.addingSaturating(lease), isManual: isManual, due: record.due, next: .delete)
+        occurrences[key]?.handler = record.handler
+        // A slot taken for the handler the key had when it was loaded, if another has it now.
+        if let taken = occurrences[key]?.slotHandler, taken != record.handler { freeHandlerSlot(key) }
         // Not run: during a shutdown, when removed meanwhile, for a handler not registered here,
         // and when its answer took a whole lease to arrive (the process was suspended in between:
         // the lease, which began after the request, may have passed, and another runner may hold
         // the occurrence now). Measured on a monotonic clock: no clock offset can fool it.
-        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler), !isStale else {
-            slotsTaken -= 1
+        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler), elapsed < lease else {
+            freeSlot(key)
             return release(key, run, now: now)
         }
         let maxAttempts = retry(for: record.handler).maxAttempts
         if record.attempts > maxAttempts {
-            slotsTaken -= 1
+            freeSlot(key)
             let reason =
                 "its handler started \(record.attempts - 1) times without finishing: the process running it ended each time (it crashed, was killed, or froze past its lease); parked after maxAttempts (\(maxAttempts))"
             let entry = run.entry(key, started: now, ended: now, outcome: .park(error: reason))
@@ -487,18 +596,35 @@ struct RunnerStateMachine: Sendable {
         }
         let plan = isManual ? OccurrencePlan.manual(record, now: now) : OccurrencePlan.make(record, now: now, grace: configuration.grace)
         guard plan.fires else {
-            slotsTaken -= 1
+            freeSlot(key)
             var entry: DurableTimerRun?
             if case .park = plan.next { entry = run.entry(key, started: now, ended: now, outcome: plan.next) }
             var actions = complete(key, run, Completion(outcome: plan.next, run: entry))
             if case .park(let reason) = plan.next { actions.append(.event(.parked(key: key.string, handler: record.handler, reason: reason))) }
             return actions
         }
+        if limit(for: record.handler) != nil, occurrences[key]?.slotHandler == nil {
+            guard hasRoom(record.handler) else {
+                // Claimed before its handler was known here (a sweep, a manual fire), and the
+                // handler's slots are all taken: given back (its attempt does not count), then it
+                // waits here for a slot.
+                slotsTaken -= 1
+                occurrences[key]!.waitsForSlot = true
+                return release(key, run, now: now)
+            }
+            takeHandlerSlot(key, record.handler)
+        }
         run.next = plan.next
         run.startedAt = now
         occurrences[key]!.phase = .running(run)
         held.insert(key)
-        return [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))] + armRenewal()
+        var actions: [Action] = [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))]
+        // Written with another lease than the handler's: the handler's is set at once.
+        if lease != self.lease(for: record.handler) {
+            leaseFixes.append(key)
+            actions += renewHeld(now: now, all: false)
+        }
+        return actions + armRenewal()
     }
 
     // MARK: Running and completing
@@ -507,7 +633,7 @@ struct RunnerStateMachine: Sendable {
     /// back after a shutdown's cancellation, or writes nothing for a removed timer).
     mutating func handlerEnded(_ key: StoredKey, token: String, result: HandlerResult, duration: Duration, now: Int64) -> [Action] {
         guard case .running(let run)? = occurrences[key]?.phase, run.token == token else { return [] }
-        slotsTaken -= 1
+        freeSlot(key)
         // The slot is free: a key waiting for one is claimed.
         return ended(key, run, result: result, duration: duration, now: now) + nextClaimRound()
     }
@@ -583,7 +709,17 @@ struct RunnerStateMachine: Sendable {
                 return [.report(error), .retryFinish(key, token: token, after: completionRetryDelay(after: completion.failures))]
             }
         case .releasing(let run, let readyAt, var failures)? where run.token == token:
-            guard case .failed(let error) = result else { return settle(key, readyAt: nil) + checkDrained() }
+            guard case .failed(let error) = result else {
+                guard lifecycle == .running, occurrences[key]!.waitsForSlot, !occurrences[key]!.isRemoved else {
+                    return settle(key, readyAt: nil) + checkDrained()
+                }
+                // Given back for want of a handler slot: it waits here for one.
+                occurrences[key]!.waitsForSlot = false
+                occurrences[key]!.deferredReadyAt = nil
+                occurrences[key]!.phase = .queued(isManual: run.isManual)
+                waiting[run.handler, default: KeyQueue()].append(key)
+                return nextClaimRound()
+            }
             // Retried while the process lives, so that a claim is not left to wait out its lease.
             failures += 1
             occurrences[key]!.phase = .releasing(run, readyAt: readyAt, failures: failures)
@@ -620,23 +756,38 @@ struct RunnerStateMachine: Sendable {
     mutating func renewalDue(now: Int64) -> [Action] {
         isRenewalArmed = false
         guard !held.isEmpty else { return [] }
-        var actions = armRenewal()
-        guard !isRenewalInFlight else { return actions }
-        let claims = held.compactMap { key -> HeldClaim? in
+        return armRenewal() + renewHeld(now: now, all: true)
+    }
+
+    /// Renews the held claims (`all`), or those whose lease is not their handler's
+    /// (``leaseFixes``), each to its handler's lease from `now` — unless a renewal is in flight:
+    /// then the fixes wait for its end.
+    private mutating func renewHeld(now: Int64, all: Bool) -> [Action] {
+        guard !isRenewalInFlight else {
+            if all, !isFullRenewalPending, leaseFixesInFlight { isFullRenewalPending = true }
+            return []
+        }
+        leaseFixesInFlight = !all
+        isFullRenewalPending = false
+        let keys = all ? Array(held) : leaseFixes
+        leaseFixes = []
+        let claims = keys.compactMap { key -> HeldClaim? in
             switch occurrences[key]?.phase {
-            case .running(let run)?, .completing(let run, _)?: HeldClaim(key: key, token: run.token, sequence: run.sequence)
+            case .running(let run)?, .completing(let run, _)?:
+                HeldClaim(key: key, token: run.token, sequence: run.sequence, leaseUntil: now.addingSaturating(lease(for: run.handler)))
             default: nil
             }
         }
+        guard !claims.isEmpty else { return [] }
         isRenewalInFlight = true
-        actions.append(.renew(claims, leaseUntil: now.addingSaturating(configuration.lease)))
-        return actions
+        return [.renew(claims)]
     }
 
-    /// A renewal came back: `renewed` holds the keys whose lease it extended to `leaseUntil`. A
-    /// claim it found gone is lost: its run is cancelled. After a failure, a run whose lease has
-    /// passed is cancelled too (another runner may claim it), and the failure is reported.
-    mutating func renewalEnded(_ claims: [HeldClaim], leaseUntil: Int64, result: Result<Set<StoredKey>, DurableTimerError>, now: Int64) -> [Action] {
+    /// A renewal came back: `renewed` holds the keys whose lease it extended (each to its claim's
+    /// `leaseUntil`). A claim it found gone is lost: its run is cancelled. After a failure, a run
+    /// whose lease has passed is cancelled too (another runner may claim it), and the failure is
+    /// reported. Then the renewal that waited for this one goes.
+    mutating func renewalEnded(_ claims: [HeldClaim], result: Result<Set<StoredKey>, DurableTimerError>, now: Int64) -> [Action] {
         isRenewalInFlight = false
         var actions: [Action] = []
         if case .failure(let error) = result { actions.append(.report(error)) }
@@ -645,7 +796,9 @@ struct RunnerStateMachine: Sendable {
             switch (occurrence.phase, result) {
             case (.running(var run), .success(let renewed)) where run.token == claim.token:
                 if renewed.contains(claim.key) {
-                    run.leaseUntil = max(run.leaseUntil, leaseUntil)
+                    // The store holds the renewal's lease now (shorter than the claim's, when the
+                    // handler's lease is).
+                    run.leaseUntil = claim.leaseUntil
                     occurrence.phase = .running(run)
                     occurrences[claim.key] = occurrence
                 } else {
@@ -656,7 +809,7 @@ struct RunnerStateMachine: Sendable {
                 }
             case (.completing(var run, var completion), .success(let renewed)) where run.token == claim.token:
                 if renewed.contains(claim.key) {
-                    run.leaseUntil = max(run.leaseUntil, leaseUntil)
+                    run.leaseUntil = claim.leaseUntil
                 } else {
                     completion.renewalRefused = true
                 }
@@ -669,26 +822,32 @@ struct RunnerStateMachine: Sendable {
                 break
             }
         }
+        // What waited for this renewal: a tick's (every held claim), or lease fixes.
+        if isFullRenewalPending {
+            actions += renewHeld(now: now, all: true)
+        } else if !leaseFixes.isEmpty {
+            actions += renewHeld(now: now, all: false)
+        }
         return actions
     }
 
     // MARK: Plumbing
 
-    private mutating func arm(_ key: StoredKey, readyAt: Int64, at instant: Int64) -> [Action] {
+    private mutating func arm(_ key: StoredKey, readyAt: Int64, at instant: Int64, handler: String?) -> [Action] {
         generations += 1
-        occurrences[key] = Occurrence(phase: .armed(readyAt: readyAt, generation: generations))
+        occurrences[key] = Occurrence(phase: .armed(readyAt: readyAt, generation: generations), handler: handler)
         return [.arm(key, at: instant, generation: generations)]
     }
 
     /// The key is no longer busy: arms it at the earlier of `readyAt` (what the store said) and a
     /// ready time learned meanwhile, or forgets it.
     private mutating func settle(_ key: StoredKey, readyAt: Int64?, wakeAt: Int64? = nil) -> [Action] {
-        let deferred = occurrences[key]?.deferredReadyAt
+        let (deferred, handler) = (occurrences[key]?.deferredReadyAt, occurrences[key]?.handler)
         occurrences[key] = nil
         switch (readyAt, deferred) {
-        case (let readyAt?, let deferred?) where deferred < readyAt: return load(key, readyAt: deferred)
-        case (let readyAt?, _): return load(key, readyAt: readyAt, wakeAt: wakeAt)
-        case (nil, let deferred?): return load(key, readyAt: deferred)
+        case (let readyAt?, let deferred?) where deferred < readyAt: return load(key, readyAt: deferred, handler: handler)
+        case (let readyAt?, _): return load(key, readyAt: readyAt, wakeAt: wakeAt, handler: handler)
+        case (nil, let deferred?): return load(key, readyAt: deferred, handler: handler)
         case (nil, nil): return []
         }
     }
@@ -717,7 +876,7 @@ struct RunnerStateMachine: Sendable {
     private mutating func armRenewal() -> [Action] {
         guard !isRenewalArmed else { return [] }
         isRenewalArmed = true
-        return [.scheduleRenewal(after: configuration.renewalPeriod)]
+        return [.scheduleRenewal(after: renewalPeriod)]
     }
 
     private mutating func checkDrained() -> [Action] {

@@ -1,4 +1,4 @@
-/// How one handler's failed runs are retried (``DurableTimers/register(_:payload:timeout:retry:_:)``);
+/// How one handler's failed runs are retried (``DurableTimers/register(_:payload:timeout:retry:maxConcurrentRuns:lease:_:)``);
 /// handlers registered without one follow the runner's ``DurableTimers/Options``.
 ///
 /// The wait before attempt *n + 1* is `delay × 2^(n−1)`, at most `maxDelay`, spread by `jitter`:

@@ -230,10 +230,12 @@ package enum DurableTimerChange: Sendable, Hashable {
 package struct DurableReadyTimer: Sendable, Hashable {
     package var key: String
     package var readyAt: Int64
+    package var handler: String
 
-    package init(key: String, readyAt: Int64) {
+    package init(key: String, readyAt: Int64, handler: String) {
         self.key = key
         self.readyAt = readyAt
+        self.handler = handler
     }
 }
 

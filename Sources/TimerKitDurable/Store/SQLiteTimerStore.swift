@@ -461,13 +461,13 @@ final class SQLiteTimerStore: DurableTimerStore {
             let names = Array(repeating: "?", count: handlers.count).joined(separator: ", ")
             return try db.rows(
                 """
-                SELECT key, ready_at_ns FROM timerkit_timers
+                SELECT key, ready_at_ns, handler FROM timerkit_timers
                 WHERE namespace = ? AND parked = 0 AND ready_at_ns <= ? \(condition) AND handler IN (\(names))
                 ORDER BY ready_at_ns, key LIMIT ?
                 """, [namespace, by] + arguments + StatementArguments(handlers) + [limit]
             ).map { row in
                 var reader = SQLiteRowReader(row: row)
-                return DurableReadyTimer(key: reader.text("key"), readyAt: reader.integer("ready_at_ns"))
+                return DurableReadyTimer(key: reader.text("key"), readyAt: reader.integer("ready_at_ns"), handler: reader.text("handler"))
             }
         }
     }

@@ -557,15 +557,15 @@ final class PostgresTimerStore: DurableTimerStore {
         // OR of conditions made every page scan from the namespace's first row (a load of 100,000
         // took 10 s).
         let query: PostgresQuery = """
-            SELECT key, ready_at_ns FROM timerkit_timers
+            SELECT key, ready_at_ns, handler FROM timerkit_timers
             WHERE namespace = \(namespace) AND NOT parked AND ready_at_ns <= \(by) AND handler = ANY(\(handlers)::text[])
                 AND (ready_at_ns, key) > (\(cursor?.readyAt ?? .min), \(cursor?.key ?? ""))
             ORDER BY ready_at_ns, key LIMIT \(Int64(limit))
             """
         return try await call { connection, logger in
             var ready: [DurableReadyTimer] = []
-            for try await (key, readyAt) in try await connection.query(query, logger: logger).decode((String, Int64).self) {
-                ready.append(DurableReadyTimer(key: key, readyAt: readyAt))
+            for try await (key, readyAt, handler) in try await connection.query(query, logger: logger).decode((String, Int64, String).self) {
+                ready.append(DurableReadyTimer(key: key, readyAt: readyAt, handler: handler))
             }
             return ready
         }
