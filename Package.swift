@@ -17,6 +17,8 @@ let withPostgres = ProcessInfo.processInfo.environment["TIMERKIT_WITHOUT_POSTGRE
 // - TimerKitPostgres (durable timers shared by a fleet, on PostgreSQL): Linux and macOS (servers).
 // - TimerKitDurableMetrics (durable timers' metrics and logs, swift-metrics and swift-log): where
 //   TimerKitDurable runs.
+// - TimerKitServiceLifecycle (durable timers as a swift-service-lifecycle Service): where
+//   TimerKitDurable runs.
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 let package = Package(
@@ -27,6 +29,7 @@ let package = Package(
         .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
         .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
         .library(name: "TimerKitDurableMetrics", targets: ["TimerKitDurableMetrics"]),
+        .library(name: "TimerKitServiceLifecycle", targets: ["TimerKitServiceLifecycle"]),
         .executable(name: "timerkit", targets: ["timerkit"])
     ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
     dependencies: [
@@ -35,6 +38,8 @@ let package = Package(
         // TimerKitDurableMetrics only (and postgres-nio's own): metrics and logs of durable timers.
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // TimerKitServiceLifecycle only (and postgres-nio's own): durable timers as a Service.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         // TimerKitPostgres only: SQLite users never build NIO.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // The command-line tool only; the libraries depend on the toolchain alone.
@@ -66,6 +71,10 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics")
             ]
         ),
+        .target(
+            name: "TimerKitServiceLifecycle",
+            dependencies: ["TimerKitDurable", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+        ),
         .executableTarget(
             name: "timerkit",
             dependencies: [
@@ -79,6 +88,14 @@ let package = Package(
         ),
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
+        .testTarget(
+            name: "TimerKitServiceLifecycleTests",
+            dependencies: [
+                "TimerKitServiceLifecycle", "TimerKitDurable",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log")
+            ]
+        ),
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
         .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + (withPostgres ? ["TimerKitPostgres"] : [])),
         // A process the durable crash tests start and kill (not a product).
