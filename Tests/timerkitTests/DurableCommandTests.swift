@@ -474,7 +474,8 @@ struct DurableCommandTests {
             try await DurableTimers(postgres: configuration, namespace: namespace, options: options)
         }
         defer { Task { for runner in runners { await runner.shutdown(gracePeriod: .milliseconds(100)) } } }
-        let store = ["--db", url, "--namespace", namespace]
+        // A minute for each database call: a liveness bound on a loaded machine, not a speed claim.
+        let store = ["--db", url, "--namespace", namespace, "--timeout", "60s"]
         let listed = try await durable(["ls", "--json", "--all"] + store)
         #expect(listed.status == 0, "\(listed.error)")
         let timers = try jsonLines(listed.output).flatMap { ($0["timers"] as? [[String: Any]]) ?? [] }

@@ -60,6 +60,9 @@ final class DurableFixture: Sendable {
         let now = Date()
         var quiet = DurableTimers.Options()
         quiet.onError = { error in FileHandle.standardError.write(Data("DurableFixture: \(error)\n".utf8)) }
+        // A minute for each store call: under a loaded machine a PostgreSQL answer once took over
+        // the default 5 s (a liveness bound, not a speed claim).
+        quiet.busyTimeout = .seconds(60)
         // Never started: it only schedules.
         let scheduler = try await open(quiet)
         try await scheduler.register("later", payload: Note.self) { _, _ in }
