@@ -88,15 +88,15 @@ struct ObservableModelTests {
         #expect(throws: TimerError.self) { try CountdownModel(unit: .zero, clock: virtual.clock).start(for: .seconds(1)) }
     }
 
-    @Test("C11: releasing a countdown model cancels its countdown at once; no tick runs for a model that is gone")
+    @Test("C11: releasing a countdown model cancels its countdown at once; no tick runs for a model that is gone", .checksLeaks)
     func countdownLifetime() throws {
         let virtual = VirtualClock()
         var model: CountdownModel? = CountdownModel(clock: virtual.clock)
         try model?.start(for: .seconds(30))
         let countdown = try #require(model?.current.withLock { $0 })
-        weak let released = model
+        let watched = watchForLeaks(model)
         model = nil
-        #expect(released == nil)
+        #expect(watched.isReleased)
         #expect(countdown.isFinished, "cancelled by the model's deinit")
         #expect(virtual.advance(by: .seconds(60)) == 0, "no tick ran")
     }
@@ -128,15 +128,15 @@ struct ObservableModelTests {
         #expect(virtual.advance(by: .seconds(10)) == 0, "no refresh after a reset")
     }
 
-    @Test("C11: releasing a running stopwatch model stops its refresh timer")
+    @Test("C11: releasing a running stopwatch model stops its refresh timer", .checksLeaks)
     func stopwatchLifetime() throws {
         let virtual = VirtualClock()
         var model: StopwatchModel? = StopwatchModel(clock: virtual.clock)
         try model?.start()
         virtual.advance(by: .seconds(1))
-        weak let released = model
+        let watched = watchForLeaks(model)
         model = nil
-        #expect(released == nil)
+        #expect(watched.isReleased)
         #expect(virtual.advance(by: .seconds(10)) == 0, "no refresh ran")
     }
 }
