@@ -627,7 +627,12 @@ final class AsyncGate: @unchecked Sendable {
 /// returns as soon as the condition holds; under ThreadSanitizer on two cores, with the rest of the
 /// suite in parallel, a runner's first fire once took more than 10 s to be served.
 func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
-    let end = ContinuousClock.now + .seconds(60)
+    try await eventually(within: .seconds(60), condition)
+}
+
+/// ``eventually(_:)`` for at most `limit`.
+func eventually(within limit: Duration, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let end = ContinuousClock.now + limit
     while ContinuousClock.now < end {
         if try await condition() { return true }
         try? await Task.sleep(for: .milliseconds(5))
