@@ -16,7 +16,9 @@ struct DurableHandlerPolicyTests {
         let file = try TemporaryDatabase()
         let (store, namespace) = try await kind.makeStore(file: file)
         let virtual = makeVirtualClock()
-        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.maxAttempts = 2 })
+        let trace = RunnerTrace(virtual)
+        let timers = try DurableTimers(
+            store: store, namespace: namespace, clock: virtual.clock, options: trace.recording(exactOptions { $0.maxAttempts = 2 }))
         struct Failed: Error {}
         try await timers.register("strict", payload: Note.self, retry: DurableRetryPolicy(maxAttempts: 1)) { _, _ in throw Failed() }
         try await timers.register(
@@ -36,9 +38,9 @@ struct DurableHandlerPolicyTests {
         #expect(try await eventually { try await timers.timer(key: "default")?.state == .failed }, "the runner's maxAttempts: 2")
         // "patient": attempts at 1, 11, 31 and 71; the clock moves on once each failure is written.
         await virtual.advance(by: .seconds(9))
-        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(31) }, "attempt 2 failed at 11: 20 s")
+        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(31) }, "attempt 2 failed at 11: 20 s; \(trace)")
         await virtual.advance(by: .seconds(20))
-        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(71) }, "attempt 3 failed at 31: 40 s")
+        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(71) }, "attempt 3 failed at 31: 40 s; \(trace)")
         await virtual.advance(by: .seconds(40))
         #expect(try await eventually { try await timers.timer(key: "patient")?.state == .failed }, "parked after its fourth attempt")
         #expect(try await timers.history(key: "patient").map(\.attempt) == [4, 3, 2, 1])

@@ -16,8 +16,10 @@ struct DurableOperatingTests {
         let file = try TemporaryDatabase()
         let (store, namespace) = try await kind.makeStore(file: file)
         let virtual = makeVirtualClock()
+        let trace = RunnerTrace(virtual)
         let timers = try DurableTimers(
-            store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.history = DurableTimers.History(runsPerTimer: 3) })
+            store: store, namespace: namespace, clock: virtual.clock,
+            options: trace.recording(exactOptions { $0.history = DurableTimers.History(runsPerTimer: 3) }))
         try await timers.register("note", payload: Note.self) { note, fire in
             struct Failed: Error, CustomStringConvertible { var description: String { "boom" } }
             if note.text == "flaky", fire.attempt == 1 { throw Failed() }
@@ -43,7 +45,7 @@ struct DurableOperatingTests {
         #expect(once.first?.outcome == .succeeded && once.first?.attempt == 1 && once.first?.lateness == .zero)
         #expect(once.first?.due == at(10) && once.first?.instance == timers.instance && once.first?.error == nil)
         let flaky = try await timers.history(key: "flaky")
-        #expect(flaky.map(\.outcome) == [.succeeded, .failed], "newest first")
+        #expect(flaky.map(\.outcome) == [.succeeded, .failed], "newest first; \(trace)")
         #expect(flaky.map(\.attempt) == [2, 1])
         #expect(flaky.last?.error == "boom" && flaky.last?.lateness == .zero)
         #expect(flaky.first.map { $0.lateness >= .seconds(1) && $0.due == at(10) } == true, "the retry came after its delay, for the same occurrence")

@@ -69,3 +69,36 @@ func builtExecutable(_ name: String) -> URL {
 
 /// A class of this test module, for ``builtExecutable(_:)``.
 private final class BundleMarker {}
+
+/// What a runner reported (its events and errors, each with the virtual clock's reading), for a
+/// failed expectation's comment: a test that fails only on a loaded machine says what the runner
+/// saw instead of leaving a guess.
+final class RunnerTrace: @unchecked Sendable, CustomStringConvertible {
+    private let lock = NSLock()
+    private var lines: [String] = []
+    private let clock: VirtualClock
+
+    init(_ clock: VirtualClock) { self.clock = clock }
+
+    /// `options`, reporting to this trace as well as to its own handlers.
+    func recording(_ options: DurableTimers.Options) -> DurableTimers.Options {
+        var options = options
+        let (onEvent, onError) = (options.onEvent, options.onError)
+        options.onEvent = { [self] event in
+            append("\(event)")
+            onEvent(event)
+        }
+        options.onError = { [self] error in
+            append("error: \(error)")
+            onError(error)
+        }
+        return options
+    }
+
+    func append(_ line: String) {
+        let at = Double(clock.now.nanoseconds - epoch) / 1e9
+        lock.withLock { lines.append("[\(at)] \(line)") }
+    }
+
+    var description: String { lock.withLock { "the runner's trace:\n" + lines.joined(separator: "\n") } }
+}

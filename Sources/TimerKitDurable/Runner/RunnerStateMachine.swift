@@ -581,9 +581,22 @@ struct RunnerStateMachine: Sendable {
         // and when its answer took a whole lease to arrive (the process was suspended in between:
         // the lease, which began after the request, may have passed, and another runner may hold
         // the occurrence now). Measured on a monotonic clock: no clock offset can fool it.
-        guard lifecycle == .running, occurrences[key]?.isRemoved == false, handlers.contains(record.handler), elapsed < lease else {
+        let runnable = lifecycle == .running && occurrences[key]?.isRemoved == false && handlers.contains(record.handler)
+        guard runnable, elapsed < lease else {
             freeSlot(key)
-            return release(key, run, now: now)
+            guard runnable else { return release(key, run, now: now) }
+            // Given back, and armed here again once that is written, like any ready timer: not
+            // left unarmed until a sweep finds it overdue.
+            let actions = release(key, run, now: now)
+            if case .releasing(_, let readyAt, _)? = occurrences[key]?.phase { occurrences[key]!.deferredReadyAt = readyAt }
+            return [
+                .report(
+                    .store(
+                        reason:
+                            "the claim of '\(key.string)' was answered after \(Duration.nanoseconds(elapsed)), longer than its lease of \(Duration.nanoseconds(lease)): it was given back"
+                    ))
+            ]
+                + actions
         }
         let maxAttempts = retry(for: record.handler).maxAttempts
         if record.attempts > maxAttempts {

@@ -53,22 +53,6 @@ extension PostgresTimerStore {
             """
     }
 
-    /// Records the runs of one-shots that were removed (each is its timer's last).
-    func recordRuns(_ runs: [DurableTimerRun], namespace: String) async throws(DurableTimerError) {
-        try await call(.reserved) { connection, logger in
-            _ = try await connection.query(
-                """
-                INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
-                SELECT \(namespace), k, s, q, a, h, d, e, o, i, nullif(x, E'\\u0001')
-                FROM unnest(\(runs.map(\.key))::text[], \(runs.map(\.startedNanoseconds))::bigint[], \(runs.map(\.sequence))::bigint[],
-                    \(runs.map { Int32(clamping: $0.attempt) })::integer[], \(runs.map(\.handler))::text[], \(runs.map(\.dueNanoseconds))::bigint[],
-                    \(runs.map(\.endedNanoseconds))::bigint[], \(runs.map(\.outcome.rawValue))::text[], \(runs.map(\.instance))::text[],
-                    \(runs.map { $0.error ?? "\u{1}" })::text[]) AS r(k, s, q, a, h, d, e, o, i, x)
-                ON CONFLICT DO NOTHING
-                """, logger: logger)
-        }
-    }
-
     func history(namespace: String, key: String, limit: Int) async throws(DurableTimerError) -> [DurableTimerRun] {
         try await call { connection, logger in
             let rows = try await connection.query(

@@ -98,24 +98,53 @@ extension PostgresTimerStore {
     /// Removes the one-shots that ran, each if its claim still holds it.
     struct FinishAll: PostgresPreparedStatement {
         static let name = "timerkit_finish_all_v4"
+        // The runs of the one-shots removed are recorded by the same statement: a reader never
+        // sees a finished one-shot gone without its run, and a crash cannot keep one without the
+        // other.
         static let sql = """
-            DELETE FROM timerkit_timers t USING unnest($1::text[], $2::text[], $3::bigint[]) AS d(key, owner, sequence)
-            WHERE t.namespace = $4 AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
-            RETURNING t.key
+            WITH removed AS (
+                DELETE FROM timerkit_timers t USING unnest($1::text[], $2::text[], $3::bigint[]) AS d(key, owner, sequence)
+                WHERE t.namespace = $4 AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
+                RETURNING t.key
+            ),
+            recorded AS (
+                INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
+                SELECT $4, r.k, r.s, r.q, r.a, r.h, r.d, r.e, r.o, r.i, nullif(r.x, chr(1))
+                FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::integer[], $9::text[], $10::bigint[], $11::bigint[], $12::text[],
+                    $13::text[], $14::text[]) AS r(k, s, q, a, h, d, e, o, i, x)
+                JOIN removed ON removed.key = r.k
+                ON CONFLICT DO NOTHING
+            )
+            SELECT key FROM removed
             """
-        static let bindingDataTypes: [PostgresDataType] = [.textArray, .textArray, .int8Array, .text]
+        static let bindingDataTypes: [PostgresDataType] = [
+            .textArray, .textArray, .int8Array, .text, .textArray, .int8Array, .int8Array, .int4Array, .textArray, .int8Array, .int8Array,
+            .textArray, .textArray, .textArray
+        ]
 
         var keys: [String]
         var owners: [String]
         var sequences: [Int64]
         var namespace: String
+        /// The runs to record, of the timers among `keys` (none when history is off).
+        var runs: [DurableTimerRun]
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 4)
+            var bindings = PostgresBindings(capacity: 14)
             bindings.append(keys)
             bindings.append(owners)
             bindings.append(sequences)
             bindings.append(namespace)
+            bindings.append(runs.map(\.key))
+            bindings.append(runs.map(\.startedNanoseconds))
+            bindings.append(runs.map(\.sequence))
+            bindings.append(runs.map { Int32(clamping: $0.attempt) })
+            bindings.append(runs.map(\.handler))
+            bindings.append(runs.map(\.dueNanoseconds))
+            bindings.append(runs.map(\.endedNanoseconds))
+            bindings.append(runs.map(\.outcome.rawValue))
+            bindings.append(runs.map(\.instance))
+            bindings.append(runs.map { $0.error ?? "\u{1}" })
             return bindings
         }
 

@@ -474,17 +474,14 @@ final class PostgresTimerStore: DurableTimerStore {
         // In key order, as renewals bind theirs: with the plan driven by the array, both lock rows
         // in the same order, which keeps them from deadlocking each other.
         let completed = completed.sorted { $0.key < $1.key }
-        let statement = FinishAll(keys: completed.map(\.key), owners: completed.map(\.owner), sequences: completed.map(\.sequence), namespace: namespace)
-        let removed = try await call(.reserved) { connection, logger in
+        let statement = FinishAll(
+            keys: completed.map(\.key), owners: completed.map(\.owner), sequences: completed.map(\.sequence), namespace: namespace,
+            runs: keep > 0 ? completed.compactMap(\.run) : [])
+        return try await call(.reserved) { connection, logger in
             var removed: Set<StoredKey> = []
             for try await key in try await connection.execute(statement, logger: logger) { removed.insert(StoredKey(key)) }
             return removed
         }
-        // The runs of the one-shots removed, in a statement of its own: a crash between the two
-        // loses these records, never a timer.
-        let runs = keep > 0 ? completed.compactMap { $0.run }.filter { removed.contains(StoredKey($0.key)) } : []
-        if !runs.isEmpty { try await recordRuns(runs, namespace: namespace) }
-        return removed
     }
 
     func renewAll(namespace: String, claims: [DurableHeldClaim], now reading: Int64, leaseUntil: Int64) async throws(DurableTimerError) -> Set<StoredKey> {
