@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 #if canImport(FoundationEssentials)
@@ -21,6 +21,16 @@ let withPostgres = ProcessInfo.processInfo.environment["TIMERKIT_WITHOUT_POSTGRE
 //   TimerKitDurable runs.
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
+//
+// Each product beyond TimerKit and TimerKitTesting comes with a trait, and every package it needs is
+// guarded by that trait: a package that depends on this one with `traits: []` resolves and fetches
+// nothing but TimerKit (SwiftPM 6.2 and later leave trait-guarded dependencies out of resolution).
+// The default traits enable everything, so `swift run timerkit` and `swift test` work here as they are.
+let durable: Set<String> = ["SQLite"]
+let postgres: Set<String> = ["PostgreSQL"]
+let metrics: Set<String> = ["Metrics"]
+let lifecycle: Set<String> = ["ServiceLifecycle"]
+let tool: Set<String> = ["CommandLineTool"]
 let package = Package(
     name: "TimerKit",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -32,6 +42,24 @@ let package = Package(
         .library(name: "TimerKitServiceLifecycle", targets: ["TimerKitServiceLifecycle"]),
         .executable(name: "timerkit", targets: ["timerkit"])
     ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
+    traits: [
+        .trait(name: "SQLite", description: "TimerKitDurable: durable timers on SQLite (GRDB)."),
+        .trait(
+            name: "PostgreSQL", description: "TimerKitPostgres: durable timers shared by a fleet, on PostgreSQL (postgres-nio).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "Metrics", description: "TimerKitDurableMetrics: durable timers' metrics and logs (swift-metrics, swift-log).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "ServiceLifecycle", description: "TimerKitServiceLifecycle: durable timers as a Service (swift-service-lifecycle).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "CommandLineTool",
+            description: "The timerkit command-line tool (swift-argument-parser), and this package's own tests (swift-async-algorithms).",
+            enabledTraits: ["SQLite", "PostgreSQL", "Metrics", "ServiceLifecycle"]),
+        .default(enabledTraits: ["CommandLineTool"])
+    ],
+    // Every use of each package below is guarded by its product's trait (see the top).
     dependencies: [
         // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -44,8 +72,8 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         // The command-line tool only; the libraries depend on the toolchain alone.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // Tests only: swift-async-algorithms' operators run on TimerKit's clocks. A package that
-        // depends on TimerKit never fetches it.
+        // Tests only: swift-async-algorithms' operators run on TimerKit's clocks (guarded by the
+        // CommandLineTool trait, so that an app without it never fetches the package).
         .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4")
     ],
     targets: [
@@ -60,20 +88,20 @@ let package = Package(
         ),
         .target(
             name: "TimerKitDurable",
-            dependencies: ["TimerKit", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["TimerKit", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: durable))]
         ),
         .target(
             name: "TimerKitDurableMetrics",
             dependencies: [
                 "TimerKitDurable",
                 "TimerKit",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "CoreMetrics", package: "swift-metrics")
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics)),
+                .product(name: "CoreMetrics", package: "swift-metrics", condition: .when(traits: metrics))
             ]
         ),
         .target(
             name: "TimerKitServiceLifecycle",
-            dependencies: ["TimerKitDurable", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")]
+            dependencies: ["TimerKitDurable", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: lifecycle))]
         ),
         .executableTarget(
             name: "timerkit",
@@ -81,7 +109,7 @@ let package = Package(
                 "TimerKit",
                 "TimerKitTesting",
                 "TimerKitDurable",
-                .product(name: "ArgumentParser", package: "swift-argument-parser")
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tool))
             ]
                 // `timerkit durable --db postgres://…` (without it, the tool says it was built without PostgreSQL).
                 + (withPostgres ? ["TimerKitPostgres"] : [])
@@ -92,8 +120,8 @@ let package = Package(
             name: "TimerKitServiceLifecycleTests",
             dependencies: [
                 "TimerKitServiceLifecycle", "TimerKitDurable",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "Logging", package: "swift-log")
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: lifecycle)),
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics))
             ]
         ),
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
@@ -104,10 +132,10 @@ let package = Package(
             name: "TimerKitDurableTests",
             dependencies: [
                 "TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe", "TimerKitDurableMetrics",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "MetricsTestKit", package: "swift-metrics")
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics)),
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: metrics))
             ]
-                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio")] : []),
+                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))] : []),
             // Databases written by 0.1.0, as SQL (Scripts/make-schema-fixtures): read by path.
             exclude: ["Fixtures"]
         ),
@@ -124,13 +152,13 @@ let package = Package(
             dependencies: [
                 "TimerKit",
                 "TimerKitTesting",
-                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms")
+                .product(name: "AsyncAlgorithms", package: "swift-async-algorithms", condition: .when(traits: tool))
             ]
         )
     ]
         + (withPostgres
             ? [
-                .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", .product(name: "PostgresNIO", package: "postgres-nio")]),
+                .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))]),
                 // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
                 .executableTarget(name: "timerkit-fleet-probe", dependencies: ["TimerKitPostgres", "TimerKitDurable"])
             ] : []),
