@@ -31,6 +31,7 @@ let postgres: Set<String> = ["PostgreSQL"]
 let metrics: Set<String> = ["Metrics"]
 let lifecycle: Set<String> = ["ServiceLifecycle"]
 let tool: Set<String> = ["CommandLineTool"]
+let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))
 let package = Package(
     name: "TimerKit",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -135,7 +136,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics)),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: metrics))
             ]
-                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))] : []),
+                + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", postgresNIO] : []),
             // Databases written by 0.1.0, as SQL (Scripts/make-schema-fixtures): read by path.
             exclude: ["Fixtures"]
         ),
@@ -158,7 +159,7 @@ let package = Package(
     ]
         + (withPostgres
             ? [
-                .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", .product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))]),
+                .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", postgresNIO]),
                 // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
                 .executableTarget(name: "timerkit-fleet-probe", dependencies: ["TimerKitPostgres", "TimerKitDurable"])
             ] : []),
