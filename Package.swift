@@ -161,7 +161,12 @@ let package = Package(
             ? [
                 .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", postgresNIO]),
                 // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
-                .executableTarget(name: "timerkit-fleet-probe", dependencies: ["TimerKitPostgres", "TimerKitDurable"])
+                .executableTarget(
+                    name: "timerkit-fleet-probe",
+                    dependencies: [
+                        "TimerKitPostgres", "TimerKitDurable", postgresNIO, .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics))
+                    ]
+                )
             ] : []),
     swiftLanguageModes: [.v6]
 )

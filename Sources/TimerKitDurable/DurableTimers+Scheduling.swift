@@ -133,7 +133,7 @@ extension DurableTimers {
                     recurrence: .none, misfire: misfire, due: try DurableLimits.nanoseconds(of: timer.at)))
         }
         let stored = try await store.putAll(records, conflict: ifExists)
-        runner.transition { machine in
+        learn { machine in
             records.flatMap { machine.load(StoredKey($0.key), readyAt: $0.readyAt, handler: $0.handler) }
         }
         return stored
@@ -160,7 +160,7 @@ extension DurableTimers {
     public func cancel(key: String) async throws(DurableTimerError) -> CancelOutcome {
         guard DurableLimits.isValid(key: key) else { return .notFound }
         let removal = try await store.delete(namespace: namespace, key: key, now: now())
-        runner.transition { $0.removed(StoredKey(key)) }
+        learn { $0.removed(StoredKey(key)) }
         guard let removal else { return .notFound }
         return removal.wasClaimed ? .cancelledWhileRunning : .cancelled
     }
@@ -175,7 +175,7 @@ extension DurableTimers {
         let due = try DurableLimits.nanoseconds(of: date)
         guard DurableLimits.isValid(key: key) else { throw .notFound(key) }
         guard let record = try await store.move(namespace: namespace, key: key, due: due, readyAt: due) else { throw .notFound(key) }
-        runner.transition { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) }
+        learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) }
     }
 
     /// Moves the timer's next occurrence `delay` later (earlier, for a negative one).
@@ -235,8 +235,16 @@ extension DurableTimers {
             namespace: namespace, key: key, handler: handler, payload: try Self.encode(payload, key: key, JSONEncoder()), recurrence: recurrence,
             misfire: misfire, due: due)
         guard try await store.put(record, conflict: conflict) else { return false }
-        runner.transition { $0.load(StoredKey(key), readyAt: record.readyAt, handler: handler) }
+        learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: handler) }
         return true
+    }
+
+    /// Tells the runner what this instance just wrote: at once, unless the write belongs to the
+    /// application's transaction (``DurableTransactionScope``), which may still roll back — its
+    /// commit's notification then tells every instance, this one included.
+    func learn(_ change: (inout RunnerStateMachine) -> [RunnerStateMachine.Action]) {
+        guard DurableTransactionScope.connection(for: store as AnyObject) == nil else { return }
+        runner.transition(change)
     }
 
     private func requireRegistered(_ handler: String) throws(DurableTimerError) {

@@ -46,7 +46,7 @@ public final class DurableTimers: Sendable {
     /// How the runner loads, claims, retries and spreads.
     public let options: Options
 
-    let store: any DurableTimerStore
+    package let store: any DurableTimerStore
     /// This runner's id: its claims' tokens are `owner/n`.
     let owner = UUID().uuidString
 

@@ -2,6 +2,7 @@
 // benchmark start, kill (SIGKILL) and freeze (SIGSTOP).
 //
 // usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N]
+//        [--in-transaction TABLE]
 //
 // URL is postgres://USER[:PASSWORD]@HOST:PORT/DATABASE. Registers the handler "fleet" (payload:
 // the due time in ns since 1970, as a string) and runs the namespace's timers on the database's
@@ -11,7 +12,11 @@
 // "cancelled KEY SEQUENCE NAME" and throws. With
 // --until-empty it exits once the namespace, having held timers, holds none; otherwise at SIGTERM or SIGINT.
 // --skew-ms pretends the host's clock is off by N ms: the runner's offset to the database absorbs it.
+// --in-transaction TABLE runs no timers: in one transaction it inserts the row 'order-1' into
+// TABLE (id text) and schedules "order-1/expiry" (an hour on), appends "in transaction" to LOG,
+// and waits there for ever — for the test that kills a process between its two writes.
 import Foundation
+import Logging
 import PostgresNIO
 import TimerKit
 import TimerKitDurable
@@ -41,10 +46,17 @@ enum FleetProbe {
         let skew = option("--skew-ms") ?? 0
         let slow = option("--slow-ms") ?? 0
         let hang = flag("--hang")
+        var inTransaction: String?
+        if let index = arguments.firstIndex(of: "--in-transaction"), index + 1 < arguments.count {
+            inTransaction = arguments[index + 1]
+            arguments.removeSubrange(index...(index + 1))
+        }
         let untilEmpty = flag("--until-empty")
         guard arguments.count == 4, let configuration = PostgresURL.configuration(arguments[0]) else {
             FileHandle.standardError.write(
-                Data("usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N]\n".utf8))
+                Data(
+                    "usage: timerkit-fleet-probe URL NAMESPACE LOG NAME [--lease-ms N] [--slow-ms N] [--hang] [--until-empty] [--skew-ms N] [--in-transaction TABLE]\n"
+                        .utf8))
             exit(64)
         }
         let (namespace, name) = (arguments[1], arguments[3])
@@ -77,6 +89,9 @@ enum FleetProbe {
                 if slow > 0 { try await Task.sleep(for: .milliseconds(slow)) }
                 append("done \(fire.key) \(fire.sequence) \(name)", to: log)
             }
+            if let table = inTransaction {
+                try await scheduleInTransaction(timers, table: table, configuration: configuration, log: log)
+            }
             let running = Task { await timers.run() }
             for source in [stop, interrupt] {
                 source.setEventHandler { running.cancel() }
@@ -98,6 +113,23 @@ enum FleetProbe {
             exit(1)
         }
         close(log)
+    }
+
+    /// The business row and its timer in one transaction, which never ends: the process is
+    /// killed in it.
+    static func scheduleInTransaction(_ timers: DurableTimers, table: String, configuration: PostgresClient.Configuration, log: Int32) async throws {
+        let client = PostgresClient(configuration: configuration)
+        let running = Task { await client.run() }
+        let logger = Logger(label: "timerkit-fleet-probe")
+        try await client.withTransaction(logger: logger) { connection in
+            try await connection.query("INSERT INTO \(unescaped: table) (id) VALUES ('order-1')", logger: logger)
+            try await timers.inTransaction(on: connection) {
+                try await timers.schedule(key: "order-1/expiry", after: .seconds(3_600), handler: "fleet", payload: "0")
+            }
+            append("in transaction", to: log)
+            try await Task.sleep(for: .seconds(3_600))
+        }
+        running.cancel()
     }
 
     /// Appends a line in one `write(2)`.

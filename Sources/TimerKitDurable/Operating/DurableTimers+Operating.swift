@@ -39,7 +39,7 @@ extension DurableTimers {
     @discardableResult
     public func resume(key: String) async throws(DurableTimerError) -> Bool {
         guard DurableLimits.isValid(key: key), let record = try await store.resume(namespace: namespace, key: key) else { return false }
-        if !record.isParked { runner.transition { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) } }
+        if !record.isParked { learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) } }
         return true
     }
 
@@ -112,7 +112,7 @@ extension DurableTimers {
     @discardableResult
     public func runNow(key: String) async throws(DurableTimerError) -> Bool {
         guard DurableLimits.isValid(key: key), let record = try await store.expedite(namespace: namespace, key: key, now: now()) else { return false }
-        runner.transition { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) }
+        learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) }
         return true
     }
 

@@ -31,6 +31,15 @@ extension PostgresTimerStore {
     func call<T: Sendable>(
         _ lane: Lane = .general, opening: Bool = false, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> T
     ) async throws(DurableTimerError) -> T {
+        // Inside the application's transaction (DurableTimers.inTransaction(on:_:)): on its
+        // connection, within its own timeouts; it commits or rolls back.
+        if let connection = DurableTransactionScope.connection(for: self) as? PostgresConnection {
+            do {
+                return try await body(connection, logger)
+            } catch {
+                throw Self.mapped(error)
+            }
+        }
         let (client, logger, timeout, permits, opened) = (client, logger, timeout, lane == .general ? generalPermits : nil, opened)
         let openingFailure = openingFailure
         let result: Result<T, DurableTimerError> = await withCheckedContinuation { continuation in

@@ -119,7 +119,7 @@ extension PostgresTimerStore {
                 SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                 FROM resumed WHERE NOT parked
             )
-            SELECT resumed.* FROM resumed LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            SELECT resumed.* FROM resumed, (SELECT count(*) FROM notified) n
             """)
     }
 
@@ -223,7 +223,7 @@ extension PostgresTimerStore {
                 SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                 FROM expedited
             )
-            SELECT expedited.* FROM expedited LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            SELECT expedited.* FROM expedited, (SELECT count(*) FROM notified) n
             """)
     }
 

@@ -353,8 +353,7 @@ final class PostgresTimerStore: DurableTimerStore {
             notified AS (
                 SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'x', true)::text) FROM removed
             )
-            SELECT removed.*, (removed.owner IS NOT NULL AND removed.lease_until_ns > c.ns) FROM removed, c
-                LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            SELECT removed.*, (removed.owner IS NOT NULL AND removed.lease_until_ns > c.ns) FROM removed, c, (SELECT count(*) FROM notified) n
             """
         return try await call { connection, logger in
             var removal: DurableRemoval?
@@ -527,7 +526,7 @@ final class PostgresTimerStore: DurableTimerStore {
                 SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
                 FROM moved WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)
             )
-            SELECT moved.* FROM moved LEFT JOIN (SELECT count(*) FROM notified) n ON true
+            SELECT moved.* FROM moved, (SELECT count(*) FROM notified) n
             """)
     }
 
