@@ -31,6 +31,7 @@ let postgres: Set<String> = ["PostgreSQL"]
 let metrics: Set<String> = ["Metrics"]
 let lifecycle: Set<String> = ["ServiceLifecycle"]
 let tool: Set<String> = ["CommandLineTool"]
+let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: durable))
 let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))
 let package = Package(
     name: "TimerKit",
@@ -89,7 +90,7 @@ let package = Package(
         ),
         .target(
             name: "TimerKitDurable",
-            dependencies: ["TimerKit", .product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: durable))]
+            dependencies: ["TimerKit", grdb]
         ),
         .target(
             name: "TimerKitDurableMetrics",
@@ -128,11 +129,12 @@ let package = Package(
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
         .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + (withPostgres ? ["TimerKitPostgres"] : [])),
         // A process the durable crash tests start and kill (not a product).
-        .executableTarget(name: "timerkit-durable-probe", dependencies: ["TimerKitDurable"]),
+        .executableTarget(
+            name: "timerkit-durable-probe", dependencies: ["TimerKitDurable", grdb]),
         .testTarget(
             name: "TimerKitDurableTests",
             dependencies: [
-                "TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe", "TimerKitDurableMetrics",
+                "TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe", "TimerKitDurableMetrics", grdb,
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics)),
                 .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: metrics))
             ]

@@ -216,7 +216,7 @@ extension DurableTimers {
     // MARK: Plumbing
 
     /// Now plus `delay`, checked against the range of dates.
-    private func deadline(after delay: Duration) throws(DurableTimerError) -> Int64 {
+    func deadline(after delay: Duration) throws(DurableTimerError) -> Int64 {
         guard delay >= .zero, let nanoseconds = delay.exactNanoseconds else {
             throw .invalidDuration("a delay must be zero or more and fit in 64-bit nanoseconds")
         }
@@ -228,15 +228,22 @@ extension DurableTimers {
     private func put<Payload: Codable & Sendable>(
         key: String, handler: String, payload: Payload, recurrence: DurableTimerRecord.Recurrence, misfire: MisfirePolicy, due: Int64, conflict: DurableConflict
     ) async throws(DurableTimerError) -> Bool {
-        try DurableLimits.validate(key: key)
-        try validate(misfire)
-        try requireRegistered(handler)
-        let record = DurableTimerRecord(
-            namespace: namespace, key: key, handler: handler, payload: try Self.encode(payload, key: key, JSONEncoder()), recurrence: recurrence,
-            misfire: misfire, due: due)
+        let record = try record(key: key, handler: handler, payload: payload, recurrence: recurrence, misfire: misfire, due: due)
         guard try await store.put(record, conflict: conflict) else { return false }
         learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: handler) }
         return true
+    }
+
+    /// The row a schedule writes, its parts checked.
+    func record<Payload: Codable & Sendable>(
+        key: String, handler: String, payload: Payload, recurrence: DurableTimerRecord.Recurrence, misfire: MisfirePolicy, due: Int64
+    ) throws(DurableTimerError) -> DurableTimerRecord {
+        try DurableLimits.validate(key: key)
+        try validate(misfire)
+        try requireRegistered(handler)
+        return DurableTimerRecord(
+            namespace: namespace, key: key, handler: handler, payload: try Self.encode(payload, key: key, JSONEncoder()), recurrence: recurrence,
+            misfire: misfire, due: due)
     }
 
     /// Tells the runner what this instance just wrote: at once, unless the write belongs to the

@@ -1,6 +1,6 @@
 // A runner of durable timers that the crash tests start and kill with SIGKILL at random points.
 //
-// usage: timerkit-durable-probe DATABASE LOG [hang | crash] [--max-attempts N]
+// usage: timerkit-durable-probe DATABASE LOG [hang | crash | in-transaction] [--max-attempts N]
 //
 // Registers the handler "probe" (payload: a string) and runs the timers of DATABASE on the wall
 // clock with a one-second lease. Each run appends "start KEY SEQUENCE ATTEMPT MILLISECONDS" to LOG
@@ -8,8 +8,12 @@
 // O_APPEND, so lines of killed processes are whole or absent). With `hang`, handlers never finish;
 // with `crash`, a handler ends the process (`fatalError`, as a force-unwrap of a bad payload would).
 // The process exits by itself once the database holds no timer it could still run (none, or only
-// parked ones), with status 0.
+// parked ones), with status 0. With `in-transaction` it runs no timers: DATABASE is the
+// application's (a GRDB DatabasePool), and in one transaction it inserts the row 'order-1' into the
+// table `orders` (id text) and schedules "order-1/expiry" an hour on, appends "in transaction" to
+// LOG and waits there for ever — for the test that kills a process between its two writes.
 import Foundation
+import GRDB
 import TimerKitDurable
 
 #if canImport(Glibc)
@@ -28,7 +32,7 @@ enum Probe {
             arguments.removeSubrange(index...(index + 1))
         }
         guard arguments.count >= 3 else {
-            FileHandle.standardError.write(Data("usage: timerkit-durable-probe DATABASE LOG [hang | crash] [--max-attempts N]\n".utf8))
+            FileHandle.standardError.write(Data("usage: timerkit-durable-probe DATABASE LOG [hang | crash | in-transaction] [--max-attempts N]\n".utf8))
             exit(64)
         }
         let mode = arguments.count > 3 ? arguments[3] : ""
@@ -44,6 +48,9 @@ enum Probe {
         options.onError = { error in FileHandle.standardError.write(Data("probe: \(error)\n".utf8)) }
         // Scoped, so that the runner is released before the process exits (LeakSanitizer reads
         // the side table of a weak reference to an object alive at exit as a leak).
+        if mode == "in-transaction" {
+            try await scheduleInTransaction(path: arguments[1], log: log)
+        }
         do {
             let timers = try DurableTimers(path: arguments[1], options: options)
             try await timers.register("probe", payload: String.self) { _, fire in
@@ -61,6 +68,21 @@ enum Probe {
             await timers.shutdown()
         }
         close(log)
+    }
+
+    /// The business row and its timer in one transaction, which never ends: the process is
+    /// killed in it.
+    static func scheduleInTransaction(path: String, log: Int32) async throws {
+        let database = try DatabasePool(path: path)
+        try await database.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY)") }
+        let timers = try DurableTimers(database: database)
+        try await timers.register("probe", payload: String.self) { _, _ in }
+        try await database.write { db in
+            try db.execute(sql: "INSERT INTO orders (id) VALUES ('order-1')")
+            try timers.schedule(key: "order-1/expiry", after: .seconds(3_600), handler: "probe", payload: "order-1", in: db)
+            append("in transaction", to: log)
+            sleep(3_600)
+        }
     }
 
     /// Whether the database holds no timer the runner could still run.

@@ -13,8 +13,11 @@ import GRDB
 /// disk (`synchronous = FULL`); ``DurableTimers/Durability/normal`` survives a crash of the process
 /// but may lose the last writes on a power loss, for several times the throughput.
 final class SQLiteTimerStore: DurableTimerStore {
-    private let database: DatabaseQueue
+    private let database: any DatabaseWriter
     let path: String
+    /// Whether the database is the application's (``init(writer:upgrade:executor:)``), whose
+    /// transactions the runner's writes may join.
+    let isApplicationDatabase: Bool
     /// Where the store's blocking calls run: a serial queue of its own, or a virtual clock's
     /// executor (whose quiescence then covers them, so that tests stay exact). The runner's own
     /// work runs there too (SQLite writes one at a time anyway).
@@ -31,6 +34,7 @@ final class SQLiteTimerStore: DurableTimerStore {
     ) throws(DurableTimerError) {
         self.path = path
         self.executor = executor ?? DispatchTaskExecutor(label: "TimerKitDurable.SQLiteTimerStore")
+        isApplicationDatabase = false
         var configuration = Configuration()
         configuration.busyMode = .timeout(TimeInterval(busyTimeout.saturatingNanoseconds) / 1e9)
         configuration.journalMode = .wal
@@ -47,13 +51,27 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
+    /// The store in the application's own database (its pool or queue, its configuration: WAL,
+    /// busy timeout and durability are the application's), its tables beside the application's.
+    init(writer: any DatabaseWriter, upgrade: DurableTimers.SchemaUpgrade = .automatic, executor: (any TaskExecutor)? = nil) throws(DurableTimerError) {
+        path = writer.path
+        isApplicationDatabase = true
+        self.executor = executor ?? DispatchTaskExecutor(label: "TimerKitDurable.SQLiteTimerStore")
+        database = writer
+        do {
+            try Self.migrate(writer, upgrade: upgrade, path: path)
+        } catch {
+            throw Self.mapped(error, path: path, opening: true)
+        }
+    }
+
     // MARK: Schema
 
     /// Brings the file's schema to ``SchemaVersions/current``, or checks that it is there
     /// (``DurableTimers/SchemaUpgrade/verifyOnly``): the version is read, and the migrations
     /// applied, inside one `BEGIN IMMEDIATE` transaction, so of two processes opening the file at
     /// once one migrates and the other finds it done.
-    private static func migrate(_ database: DatabaseQueue, upgrade: DurableTimers.SchemaUpgrade, path: String) throws {
+    private static func migrate(_ database: any DatabaseWriter, upgrade: DurableTimers.SchemaUpgrade, path: String) throws {
         let store = "the SQLite database at \(path)"
         if upgrade == .verifyOnly {
             _ = try database.read { db in try SchemaVersions.steps(from: found(db), upgrade: .verifyOnly, store: store) }
@@ -172,7 +190,12 @@ final class SQLiteTimerStore: DurableTimerStore {
     // MARK: Writing
 
     func put(_ record: DurableTimerRecord, conflict: DurableConflict) async throws(DurableTimerError) -> Bool {
-        try await write { db in try Self.put(record, conflict: conflict, sequence: Self.nextSequence(db), db) }
+        try await write { db in try Self.put(record, conflict: conflict, db) }
+    }
+
+    /// One schedule's write, in `db`'s transaction.
+    static func put(_ record: DurableTimerRecord, conflict: DurableConflict, _ db: Database) throws -> Bool {
+        try put(record, conflict: conflict, sequence: nextSequence(db), db)
     }
 
     func putAll(_ records: [DurableTimerRecord], conflict: DurableConflict) async throws(DurableTimerError) -> Int {
@@ -235,11 +258,14 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     func delete(namespace: String, key: String, now: Int64) async throws(DurableTimerError) -> DurableRemoval? {
-        try await write { db in
-            try db.row("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", [namespace, key]).map { row in
-                let record = Self.record(row)
-                return DurableRemoval(record: record, wasClaimed: record.owner != nil && (record.leaseUntil ?? .min) > now)
-            }
+        try await write { db in try Self.delete(namespace: namespace, key: key, now: now, db) }
+    }
+
+    /// One removal, in `db`'s transaction.
+    static func delete(namespace: String, key: String, now: Int64, _ db: Database) throws -> DurableRemoval? {
+        try db.row("DELETE FROM timerkit_timers WHERE namespace = ? AND key = ? RETURNING *", [namespace, key]).map { row in
+            let record = Self.record(row)
+            return DurableRemoval(record: record, wasClaimed: record.owner != nil && (record.leaseUntil ?? .min) > now)
         }
     }
 
@@ -406,15 +432,33 @@ final class SQLiteTimerStore: DurableTimerStore {
     }
 
     func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
-        try await write { db in
-            try db.row(
-                """
-                UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL,
-                    parked = CASE WHEN paused <> 0 THEN 1 ELSE 0 END, paused = CASE WHEN paused = 2 THEN 1 ELSE paused END
-                WHERE namespace = ? AND key = ? AND owner IS NULL
-                RETURNING *
-                """, [due, readyAt, try Self.nextSequence(db), namespace, key]
-            ).map { Self.record($0) }
+        try await write { db in try Self.move(namespace: namespace, key: key, due: due, readyAt: readyAt, db) }
+    }
+
+    /// One move, in `db`'s transaction.
+    static func move(namespace: String, key: String, due: Int64, readyAt: Int64, _ db: Database) throws -> DurableTimerRecord? {
+        try db.row(
+            """
+            UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL,
+                parked = CASE WHEN paused <> 0 THEN 1 ELSE 0 END, paused = CASE WHEN paused = 2 THEN 1 ELSE paused END
+            WHERE namespace = ? AND key = ? AND owner IS NULL
+            RETURNING *
+            """, [due, readyAt, try nextSequence(db), namespace, key]
+        ).map { record($0) }
+    }
+
+    /// Runs `body` on the application's `db`, inside the transaction it has open there.
+    ///
+    /// - Throws: ``DurableTimerError/store(reason:)`` outside a transaction; the store's mapped
+    ///   errors.
+    func joining<T>(_ db: Database, _ body: (Database) throws -> T) throws(DurableTimerError) -> T {
+        guard db.isInsideTransaction else {
+            throw .store(reason: "a call with `in: db` joins the application's transaction: make it inside `write { db in … }`")
+        }
+        do {
+            return try body(db)
+        } catch {
+            throw Self.mapped(error, path: path, opening: false)
         }
     }
 
