@@ -123,7 +123,7 @@ let package = Package(
             dependencies: [
                 "TimerKitServiceLifecycle", "TimerKitDurable",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: lifecycle)),
-                .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics))
+                .product(name: "Logging", package: "swift-log", condition: .when(traits: lifecycle))
             ]
         ),
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
@@ -166,7 +166,7 @@ let package = Package(
                 .executableTarget(
                     name: "timerkit-fleet-probe",
                     dependencies: [
-                        "TimerKitPostgres", "TimerKitDurable", postgresNIO, .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics))
+                        "TimerKitPostgres", "TimerKitDurable", postgresNIO, .product(name: "Logging", package: "swift-log", condition: .when(traits: postgres))
                     ]
                 )
             ] : []),

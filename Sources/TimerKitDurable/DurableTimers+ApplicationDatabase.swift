@@ -4,12 +4,14 @@ import TimerKit
 
 extension DurableTimers {
     /// Makes a runner in the application's own SQLite database — its GRDB `DatabasePool` or
-    /// `DatabaseQueue`, whose configuration (WAL, busy timeout, durability) it keeps — with the
+    /// `DatabaseQueue`, whose configuration (journal mode, busy timeout, durability) it keeps — with the
     /// timers' tables beside the application's. Then a timer can be written by the application's
     /// own transaction, with its business rows: ``schedule(key:at:handler:payload:misfire:ifExists:in:)``.
     ///
     /// ```swift
-    /// let database = try DatabasePool(path: "app.sqlite")
+    /// var configuration = Configuration()
+    /// configuration.busyMode = .timeout(5)
+    /// let database = try DatabasePool(path: "app.sqlite", configuration: configuration)
     /// let timers = try DurableTimers(database: database)
     /// try database.write { db in
     ///     try db.execute(sql: "INSERT INTO orders (id) VALUES (?)", arguments: [order.id])
@@ -20,7 +22,12 @@ extension DurableTimers {
     /// Creates the timers' schema if it is missing and migrates an older one
     /// (``Options/schemaUpgrade``). Call ``run()`` (or ``start()``) to fire them.
     ///
-    /// - Throws: As ``init(path:namespace:clock:options:)``.
+    /// ``Options/busyTimeout`` and ``Options/durability`` do not apply: the database's own
+    /// configuration does. Its `busyMode` must wait (`.timeout(seconds)`): GRDB's default fails a
+    /// write at once while another connection writes, which would cost the runner its claims.
+    ///
+    /// - Throws: As ``init(path:namespace:clock:options:)``; ``DurableTimerError/cannotOpen(path:reason:)``
+    ///   for a database whose `busyMode` is `.immediateError`.
     public convenience init(database: any DatabaseWriter, namespace: String = "default", clock: TimerClock = .wall, options: Options = Options())
         throws(DurableTimerError)
     {
@@ -43,11 +50,7 @@ extension DurableTimers {
         in db: Database
     ) throws(DurableTimerError) -> Bool {
         let record = try record(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: DurableLimits.nanoseconds(of: date))
-        return try joined(db) { db in
-            try SQLiteTimerStore.put(record, conflict: ifExists, db)
-        } learning: { stored, machine in
-            stored ? machine.load(StoredKey(key), readyAt: record.readyAt, handler: handler) : []
-        }
+        return try joined(db, key: key) { db in try SQLiteTimerStore.put(record, conflict: ifExists, db) }
     }
 
     /// Schedules a one-shot `delay` from now inside the application's transaction on `db`; see
@@ -57,9 +60,8 @@ extension DurableTimers {
         key: String, after delay: Duration, handler: String, payload: Payload, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace,
         in db: Database
     ) throws(DurableTimerError) -> Bool {
-        try schedule(
-            key: key, at: Date(nanosecondsSince1970: try deadline(after: delay)), handler: handler, payload: payload, misfire: misfire,
-            ifExists: ifExists, in: db)
+        let record = try record(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: deadline(after: delay))
+        return try joined(db, key: key) { db in try SQLiteTimerStore.put(record, conflict: ifExists, db) }
     }
 
     /// Removes the timer under `key` inside the application's transaction on `db`; the runner
@@ -68,11 +70,7 @@ extension DurableTimers {
     public func cancel(key: String, in db: Database) throws(DurableTimerError) -> CancelOutcome {
         guard DurableLimits.isValid(key: key) else { return .notFound }
         let now = now()
-        let removal = try joined(db) { db in
-            try SQLiteTimerStore.delete(namespace: namespace, key: key, now: now, db)
-        } learning: { removal, machine in
-            removal == nil ? [] : machine.removed(StoredKey(key))
-        }
+        let removal = try joined(db, key: key) { db in try SQLiteTimerStore.delete(namespace: namespace, key: key, now: now, db) }
         guard let removal else { return .notFound }
         return removal.wasClaimed ? .cancelledWhileRunning : .cancelled
     }
@@ -84,26 +82,32 @@ extension DurableTimers {
     public func reschedule(key: String, at date: Date, in db: Database) throws(DurableTimerError) {
         let due = try DurableLimits.nanoseconds(of: date)
         guard DurableLimits.isValid(key: key) else { throw .notFound(key) }
-        let moved = try joined(db) { db in
-            try SQLiteTimerStore.move(namespace: namespace, key: key, due: due, readyAt: due, db)
-        } learning: { moved, machine in
-            moved.map { machine.load(StoredKey(key), readyAt: $0.readyAt, handler: $0.handler) } ?? []
-        }
+        let moved = try joined(db, key: key) { db in try SQLiteTimerStore.move(namespace: namespace, key: key, due: due, readyAt: due, db) }
         guard moved != nil else { throw .notFound(key) }
     }
 
-    /// Runs `write` on the application's `db` (inside its transaction), and tells the runner what
-    /// `learning` makes of its result once that transaction commits — nothing if it rolls back.
-    private func joined<T: Sendable>(
-        _ db: Database, _ write: (Database) throws -> T,
-        learning change: @escaping @Sendable (T, inout RunnerStateMachine) -> [RunnerStateMachine.Action]
-    ) throws(DurableTimerError) -> T {
+    /// Runs `write` on the application's `db` (inside its transaction) and, once the transaction
+    /// commits, tells the runner what is stored under `key` then — not what `write` did, which a
+    /// savepoint rolled back inside the committed transaction would have undone. Nothing if the
+    /// transaction rolls back.
+    private func joined<T>(_ db: Database, key: String, _ write: (Database) throws -> T) throws(DurableTimerError) -> T {
         guard let store = store as? SQLiteTimerStore, store.isApplicationDatabase else {
             throw .store(reason: "a call with `in: db` needs a runner on the application's database: DurableTimers(database:)")
         }
         let result = try store.joining(db, write)
-        let runner = runner
-        db.afterNextTransaction(onCommit: { _ in runner.transition { change(result, &$0) } })
+        let (runner, namespace) = (runner, namespace)
+        db.afterNextTransaction(onCommit: { db in
+            let stored: DurableTimerRecord?
+            do {
+                stored = try SQLiteTimerStore.committed(namespace: namespace, key: key, db)
+            } catch {
+                return  // the runner's next load of the horizon learns it instead
+            }
+            runner.transition { machine in
+                guard let stored else { return machine.removed(StoredKey(key)) }
+                return stored.isParked ? [] : machine.load(StoredKey(key), readyAt: stored.readyAt, handler: stored.handler)
+            }
+        })
         return result
     }
 }

@@ -16,15 +16,21 @@ extension DurableTimers {
     /// }
     /// ```
     ///
-    /// Every call of this runner within `body` joins the transaction — each `schedule` form,
-    /// `cancel(key:)`, `reschedule(key:at:)`, `postpone(key:by:)`, `retry(key:)`, `pause(key:)`
-    /// and `resume(key:)`, and the reads (which see the transaction's own writes). Nothing is
+    /// This runner's writes and reads within `body` join the transaction — each `schedule` form,
+    /// `cancel(key:)`, `reschedule(key:at:)`, `postpone(key:by:)`, `retry(key:)`, the pauses and
+    /// resumes, and the reads (which see the transaction's own writes); the runner's own work
+    /// (its claims, runs, renewals and loads) never does, whatever task starts it, and neither
+    /// does `fire(key:)`, which asks this instance to run a stored timer now. Nothing is
     /// visible to other connections before the commit. The notification that wakes the
     /// instances goes out at the commit (PostgreSQL sends a transaction's `NOTIFY` then), and
     /// none at a rollback: a rolled-back timer never wakes an instance, and a committed one is
     /// armed as promptly as one scheduled on its own. A process that dies before the commit
     /// leaves neither the row nor the timer: PostgreSQL rolls back the transaction of a
     /// connection that ends.
+    ///
+    /// Keep the transaction short: a cancel, a replacing schedule or a pause of a timer that an
+    /// instance holds locks its row until the commit, and that instance's renewal of its claims
+    /// waits for the lock — a transaction held open for longer than a lease costs those claims.
     ///
     /// It neither begins, commits nor rolls back: the caller's transaction does (postgres-nio's
     /// `withTransaction`, or its own `BEGIN`). The calls run on the caller's connection without

@@ -73,7 +73,9 @@ enum Probe {
     /// The business row and its timer in one transaction, which never ends: the process is
     /// killed in it.
     static func scheduleInTransaction(path: String, log: Int32) async throws {
-        let database = try DatabasePool(path: path)
+        var configuration = GRDB.Configuration()
+        configuration.busyMode = .timeout(10)
+        let database = try DatabasePool(path: path, configuration: configuration)
         try await database.write { db in try db.execute(sql: "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY)") }
         let timers = try DurableTimers(database: database)
         try await timers.register("probe", payload: String.self) { _, _ in }

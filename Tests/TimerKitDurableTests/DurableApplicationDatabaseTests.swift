@@ -12,6 +12,13 @@ import Glibc
 import Darwin
 #endif
 
+/// A GRDB configuration that waits for other writers, as `DurableTimers(database:)` requires.
+private var waiting: GRDB.Configuration {
+    var configuration = GRDB.Configuration()
+    configuration.busyMode = .timeout(60)
+    return configuration
+}
+
 /// Durable timers in the application's own SQLite database (`DurableTimers(database:)`), written
 /// by the application's transactions (`in: db`): real files, the virtual clock.
 @Suite("Durable timers in the application's own SQLite database and transactions")
@@ -26,7 +33,7 @@ struct DurableApplicationDatabaseTests {
 
         init() async throws {
             file = try TemporaryDatabase()
-            database = try DatabasePool(path: file.path)
+            database = try DatabasePool(path: file.path, configuration: waiting)
             try await database.write { db in try db.execute(sql: "CREATE TABLE orders (id TEXT PRIMARY KEY)") }
             timers = try DurableTimers(database: database, clock: virtual.clock, options: exactOptions())
             try await timers.register("expire", payload: Note.self) { [log] note, fire in log.append(note.text, fire) }
@@ -69,7 +76,7 @@ struct DurableApplicationDatabaseTests {
     }
 
     @Test(
-        "C6, C10: a timer written in the application's transaction is armed at its commit, not before, and fires once at its deadline; a cancel and a reschedule in later transactions take effect at their commits"
+        "C6, C10: a timer written in the application's transaction is armed at its commit, not before, and fires once at its deadline; a cancel and a reschedule in later transactions take effect at their commits, and a cancel in a savepoint that rolled back has none"
     )
     func commit() async throws {
         let app = try await Application()
@@ -90,6 +97,17 @@ struct DurableApplicationDatabaseTests {
         #expect(app.armedAt("order-2/reminder") == nil && app.armedAt("order-2/expiry") == at(4), "changed at the commit")
         #expect(try await app.timers.timer(key: "order-2/reminder") == nil)
 
+        // A cancel in a savepoint that rolls back, in a transaction that commits: nothing changes.
+        try await app.database.write { db in
+            try db.inSavepoint {
+                let outcome = try app.timers.cancel(key: "order-2/expiry", in: db)
+                #expect(outcome == .cancelled)
+                return .rollback
+            }
+        }
+        #expect(app.armedAt("order-2/expiry") == at(4), "still armed: the runner reads what was committed")
+        #expect(try await app.timers.timer(key: "order-2/expiry") != nil)
+
         await app.virtual.advance(by: .seconds(4))
         #expect(await eventually { app.log.count == 1 })
         #expect(try await eventually { try await app.timers.timer(key: "order-2/expiry") == nil })
@@ -99,7 +117,7 @@ struct DurableApplicationDatabaseTests {
     }
 
     @Test(
-        "C17: a call `in: db` outside a transaction, or on a runner that has a file of its own, is refused with a clear error and writes nothing"
+        "C17: a call `in: db` outside a transaction, or on a runner that has a file of its own, is refused with a clear error and writes nothing; a database that would fail writes at once while another connection writes is refused"
     )
     func misuse() async throws {
         let app = try await Application()
@@ -124,11 +142,18 @@ struct DurableApplicationDatabaseTests {
         }
         #expect(try await app.timers.count() == 0)
         #expect(try await separate.count() == 0)
+        // GRDB's default busy mode fails a write at once while another connection writes.
+        #expect {
+            _ = try DurableTimers(database: try DatabaseQueue(path: own.folder.appendingPathComponent("default.sqlite").path))
+        } throws: { error in
+            guard case .cannotOpen(_, let reason) = error as? DurableTimerError else { return false }
+            return reason.contains("busyMode")
+        }
         await app.close()
     }
 
     @Test(
-        "A process killed between its two writes — the business row and the timer in one open transaction of the application's database — leaves neither: SQLite never commits a transaction whose process died"
+        "A process killed after writing the business row and the timer in one transaction of the application's database, before its commit, leaves neither: SQLite never commits a transaction whose process died"
     )
     func killedInTransaction() async throws {
         let file = try TemporaryDatabase()
@@ -141,7 +166,7 @@ struct DurableApplicationDatabaseTests {
         #expect(inTransaction, "the probe wrote both and holds its transaction open")
         kill(probe.processIdentifier, SIGKILL)
         probe.waitUntilExit()
-        let database = try DatabasePool(path: file.path)
+        let database = try DatabasePool(path: file.path, configuration: waiting)
         let orders = try await database.read { db in try String.fetchAll(db, sql: "SELECT id FROM orders") }
         #expect(orders.isEmpty, "the row was never committed")
         let timers = try DurableTimers(database: database, options: exactOptions())

@@ -354,8 +354,10 @@ extension DurableTimers {
             spawn(on: context.controlExecutor, body)
         }
 
+        /// A task of the runner's is never part of an application's transaction, whatever task
+        /// started it (task-locals are inherited).
         func spawn(on executor: (any TaskExecutor)?, _ body: @escaping @Sendable () async -> Void) {
-            Task(executorPreference: executor) { await body() }
+            Task(executorPreference: executor) { await DurableTransactionScope.outside { await body() } }
         }
     }
 }

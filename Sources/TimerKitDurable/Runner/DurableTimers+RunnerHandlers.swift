@@ -14,7 +14,9 @@ extension DurableTimers.Runner {
             transition { $0.handlerEnded(key, token: token, result: .threw("no handler named '\(start.record.handler)'"), duration: .zero, now: now) }
             return
         }
-        let task = Task(executorPreference: context.clock.taskExecutor) { await self.run(key, start, registered.handler) }
+        let task = Task(executorPreference: context.clock.taskExecutor) {
+            await DurableTransactionScope.outside { await self.run(key, start, registered.handler) }
+        }
         let timeout = registered.timeout ?? context.options.handlerTimeout
         let callback = timeout.flatMap { armTimeout(key, token: token, after: $0) }
         // Stored unless the run has ended already (it can end before this line); cancelled at once

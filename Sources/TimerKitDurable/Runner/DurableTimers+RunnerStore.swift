@@ -207,6 +207,9 @@ extension DurableTimers.Runner {
     /// when a load of the horizon that began after the request has ended (or, while the next piece
     /// of a backlog waits for the drain, has been put off).
     func refill() async {
+        // Outside the application's transaction when a call in one asks for it (a pause of a
+        // handler): the load must read what is committed, on the runner's own connections.
+        guard DurableTransactionScope.current == nil else { return await DurableTransactionScope.outside { await refill() } }
         guard isStarted else { return }
         let leads: Bool = await withCheckedContinuation { continuation in
             let leads = state.withLock { state -> Bool in

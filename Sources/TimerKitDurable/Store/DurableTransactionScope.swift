@@ -19,6 +19,12 @@ package struct DurableTransactionScope: Sendable {
     /// The scope the current task is in, if any.
     @TaskLocal package static var current: DurableTransactionScope?
 
+    /// Runs `body` outside any scope: the runner's own work (its tasks, its loads) never joins
+    /// the application's transaction, even when a call in the scope starts it.
+    package static func outside<T: Sendable>(_ body: () async throws -> T) async rethrows -> T {
+        try await $current.withValue(nil) { try await body() }
+    }
+
     /// The connection of the current scope when it is `store`'s.
     package static func connection(for store: AnyObject) -> (any Sendable)? {
         guard let current, current.store == ObjectIdentifier(store) else { return nil }

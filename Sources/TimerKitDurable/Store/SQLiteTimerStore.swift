@@ -58,6 +58,15 @@ final class SQLiteTimerStore: DurableTimerStore {
         isApplicationDatabase = true
         self.executor = executor ?? DispatchTaskExecutor(label: "TimerKitDurable.SQLiteTimerStore")
         database = writer
+        // GRDB's default fails a write at once while another connection writes (another process
+        // on the file, `timerkit durable`): a renewal refused so would lose its claims.
+        if case .immediateError = writer.configuration.busyMode {
+            throw .cannotOpen(
+                path: path,
+                reason:
+                    "the database's busyMode is .immediateError, so the runner's writes would fail whenever another connection writes; set its Configuration's busyMode to .timeout(seconds)"
+            )
+        }
         do {
             try Self.migrate(writer, upgrade: upgrade, path: path)
         } catch {
@@ -445,6 +454,11 @@ final class SQLiteTimerStore: DurableTimerStore {
             RETURNING *
             """, [due, readyAt, try nextSequence(db), namespace, key]
         ).map { record($0) }
+    }
+
+    /// The row stored under `key`, read on `db` (the application's connection, after its commit).
+    static func committed(namespace: String, key: String, _ db: Database) throws -> DurableTimerRecord? {
+        try db.row("SELECT * FROM timerkit_timers WHERE namespace = ? AND key = ?", [namespace, key]).map { record($0) }
     }
 
     /// Runs `body` on the application's `db`, inside the transaction it has open there.

@@ -34,6 +34,7 @@ extension PostgresTimerStore {
         // Inside the application's transaction (DurableTimers.inTransaction(on:_:)): on its
         // connection, within its own timeouts; it commits or rolls back.
         if let connection = DurableTransactionScope.connection(for: self) as? PostgresConnection {
+            if !opening, !(await opened.wait()) { throw .shutDown }
             do {
                 return try await body(connection, logger)
             } catch {

@@ -164,7 +164,7 @@ struct PostgresTransactionTests {
     }
 
     @Test(
-        "A process killed between its two writes — the business row and the timer written in one open transaction — leaves neither: the server rolls the transaction back when its connection ends"
+        "A process killed after writing the business row and the timer in one transaction, before its commit, leaves neither: the server rolls the transaction back when its connection ends"
     )
     func killedInTransaction() async throws {
         let app = try await Application()

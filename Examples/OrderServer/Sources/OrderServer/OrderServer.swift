@@ -30,7 +30,9 @@ enum OrderServer {
         let expireAfter = Duration.seconds(option("--expire-after").flatMap(Int.init) ?? 1_800)
         let logger = Logger(label: "order-server")
 
-        let database = try DatabasePool(path: path)
+        var configuration = GRDB.Configuration()
+        configuration.busyMode = .timeout(5)  // wait for other writers (`timerkit durable`, another process)
+        let database = try DatabasePool(path: path, configuration: configuration)
         try await database.write { db in
             try db.execute(sql: "CREATE TABLE IF NOT EXISTS orders (id TEXT PRIMARY KEY, status TEXT NOT NULL)")
         }
