@@ -42,14 +42,6 @@ struct DurableApplicationDatabaseTests {
 
         func orders() throws -> [String] { try database.read { db in try String.fetchAll(db, sql: "SELECT id FROM orders ORDER BY id") } }
 
-        /// Where this runner has the key armed (`nil`: not in memory, or further on than armed).
-        func armedAt(_ key: String) -> Date? {
-            timers.runner.state.withLock { state in
-                guard case .armed(let readyAt, _)? = state.machine.occurrences[StoredKey(key)]?.phase else { return nil }
-                return Date(nanosecondsSince1970: readyAt)
-            }
-        }
-
         func close() async { await timers.shutdown() }
     }
 
@@ -69,7 +61,7 @@ struct DurableApplicationDatabaseTests {
         }
         #expect(try app.orders().isEmpty)
         #expect(try await app.timers.timer(key: "order-1/expiry") == nil)
-        #expect(app.armedAt("order-1/expiry") == nil)
+        #expect(app.timers.armedAt("order-1/expiry") == nil)
         await app.virtual.advance(by: .seconds(10))
         #expect(app.log.count == 0)
         await app.close()
@@ -84,17 +76,17 @@ struct DurableApplicationDatabaseTests {
             try db.execute(sql: "INSERT INTO orders (id) VALUES ('order-2')")
             try app.timers.schedule(key: "order-2/expiry", at: at(5), handler: "expire", payload: Note(text: "order-2"), in: db)
             try app.timers.schedule(key: "order-2/reminder", after: .seconds(3), handler: "expire", payload: Note(text: "reminder"), in: db)
-            #expect(app.armedAt("order-2/expiry") == nil, "not armed before the commit")
+            #expect(app.timers.armedAt("order-2/expiry") == nil, "not armed before the commit")
         }
         #expect(try app.orders() == ["order-2"])
-        #expect(app.armedAt("order-2/expiry") == at(5) && app.armedAt("order-2/reminder") == at(3), "armed at the commit")
+        #expect(app.timers.armedAt("order-2/expiry") == at(5) && app.timers.armedAt("order-2/reminder") == at(3), "armed at the commit")
 
         try await app.database.write { db in
             #expect(try app.timers.cancel(key: "order-2/reminder", in: db) == .cancelled)
             try app.timers.reschedule(key: "order-2/expiry", at: at(4), in: db)
-            #expect(app.armedAt("order-2/reminder") == at(3) && app.armedAt("order-2/expiry") == at(5), "unchanged before the commit")
+            #expect(app.timers.armedAt("order-2/reminder") == at(3) && app.timers.armedAt("order-2/expiry") == at(5), "unchanged before the commit")
         }
-        #expect(app.armedAt("order-2/reminder") == nil && app.armedAt("order-2/expiry") == at(4), "changed at the commit")
+        #expect(app.timers.armedAt("order-2/reminder") == nil && app.timers.armedAt("order-2/expiry") == at(4), "changed at the commit")
         #expect(try await app.timers.timer(key: "order-2/reminder") == nil)
 
         // A cancel in a savepoint that rolls back, in a transaction that commits: nothing changes.
@@ -105,14 +97,11 @@ struct DurableApplicationDatabaseTests {
                 return .rollback
             }
         }
-        #expect(app.armedAt("order-2/expiry") == at(4), "still armed: the runner reads what was committed")
+        #expect(app.timers.armedAt("order-2/expiry") == at(4), "still armed: the runner reads what was committed")
         #expect(try await app.timers.timer(key: "order-2/expiry") != nil)
 
-        await app.virtual.advance(by: .seconds(4))
-        #expect(await eventually { app.log.count == 1 })
-        #expect(try await eventually { try await app.timers.timer(key: "order-2/expiry") == nil })
-        #expect(app.log.all.map(\.payload) == ["order-2"])
-        #expect(app.log.all.first?.fire.firedAt == at(4), "at its deadline, not before")
+        try await expectFiresOnce(
+            "order-2/expiry", payload: "order-2", at: at(4), after: .seconds(4), timers: app.timers, virtual: app.virtual, log: app.log)
         await app.close()
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Testing
 import TimerKitTesting
 
 @testable import TimerKit
@@ -101,4 +102,27 @@ final class RunnerTrace: @unchecked Sendable, CustomStringConvertible {
     }
 
     var description: String { lock.withLock { "the runner's trace:\n" + lines.joined(separator: "\n") } }
+}
+
+extension DurableTimers {
+    /// Where this runner has the key armed in memory (`nil`: not in memory, or further on than armed).
+    func armedAt(_ key: String) -> Date? {
+        runner.state.withLock { state in
+            guard case .armed(let readyAt, _)? = state.machine.occurrences[StoredKey(key)]?.phase else { return nil }
+            return Date(nanosecondsSince1970: readyAt)
+        }
+    }
+}
+
+/// Moves `virtual` by `delay` and checks that `key`'s one-shot then ran once, at `deadline`, and is
+/// gone: the only fire `log` has.
+func expectFiresOnce(
+    _ key: String, payload: String, at deadline: Date, after delay: Duration, timers: DurableTimers, virtual: VirtualClock, log: FireLog,
+    sourceLocation: SourceLocation = #_sourceLocation
+) async throws {
+    await virtual.advance(by: delay)
+    #expect(await eventually { log.count == 1 }, sourceLocation: sourceLocation)
+    #expect(try await eventually { try await timers.timer(key: key) == nil }, sourceLocation: sourceLocation)
+    #expect(log.all.map(\.payload) == [payload], sourceLocation: sourceLocation)
+    #expect(log.all.first?.fire.firedAt == deadline, "at its deadline, not before", sourceLocation: sourceLocation)
 }

@@ -52,14 +52,6 @@ struct PostgresTransactionTests {
         /// Whether this instance has the key in memory (armed, or further on).
         func isArmed(_ key: String) -> Bool { timers.runner.state.withLock { $0.machine.occurrences[StoredKey(key)] != nil } }
 
-        /// Where this instance has the key armed.
-        func armedAt(_ key: String) -> Date? {
-            timers.runner.state.withLock { state in
-                guard case .armed(let readyAt, _)? = state.machine.occurrences[StoredKey(key)]?.phase else { return nil }
-                return Date(nanosecondsSince1970: readyAt)
-            }
-        }
-
         func close() async {
             _ = try? await client.query("DROP TABLE IF EXISTS \(unescaped: table)", logger: logger)
             running.cancel()
@@ -154,12 +146,9 @@ struct PostgresTransactionTests {
         _ = try await app.client.withTransaction(logger: app.logger) { connection in
             try await app.timers.inTransaction(on: connection) { try await app.timers.reschedule(key: "order-2/expiry", at: at(4)) }
         }
-        #expect(await eventually { app.armedAt("order-2/expiry") == at(4) }, "re-armed by the commit's notification")
-        await app.virtual.advance(by: .seconds(4))
-        #expect(await eventually { app.log.count == 1 })
-        #expect(try await eventually { try await app.timers.timer(key: "order-2/expiry") == nil })
-        #expect(app.log.all.map(\.payload) == ["order-2"])
-        #expect(app.log.all.first?.fire.firedAt == at(4), "at its deadline, not before")
+        #expect(await eventually { app.timers.armedAt("order-2/expiry") == at(4) }, "re-armed by the commit's notification")
+        try await expectFiresOnce(
+            "order-2/expiry", payload: "order-2", at: at(4), after: .seconds(4), timers: app.timers, virtual: app.virtual, log: app.log)
         await app.close()
     }
 
