@@ -19,6 +19,8 @@ let withPostgres = ProcessInfo.processInfo.environment["TIMERKIT_WITHOUT_POSTGRE
 //   TimerKitDurable runs.
 // - TimerKitServiceLifecycle (durable timers as a swift-service-lifecycle Service): where
 //   TimerKitDurable runs.
+// - TimerKitDurableTracing (spans for durable timers, swift-distributed-tracing): where
+//   TimerKitDurable runs.
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 //
@@ -30,55 +32,14 @@ let durable: Set<String> = ["SQLite"]
 let postgres: Set<String> = ["PostgreSQL"]
 let metrics: Set<String> = ["Metrics"]
 let lifecycle: Set<String> = ["ServiceLifecycle"]
+let tracing: Set<String> = ["Tracing"]
 let tool: Set<String> = ["CommandLineTool"]
 let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift", condition: .when(traits: durable))
 let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))
-let package = Package(
-    name: "TimerKit",
-    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
-    products: [
-        .library(name: "TimerKit", targets: ["TimerKit"]),
-        .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
-        .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
-        .library(name: "TimerKitDurableMetrics", targets: ["TimerKitDurableMetrics"]),
-        .library(name: "TimerKitServiceLifecycle", targets: ["TimerKitServiceLifecycle"]),
-        .executable(name: "timerkit", targets: ["timerkit"])
-    ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
-    traits: [
-        .trait(name: "SQLite", description: "TimerKitDurable: durable timers on SQLite (GRDB)."),
-        .trait(
-            name: "PostgreSQL", description: "TimerKitPostgres: durable timers shared by a fleet, on PostgreSQL (postgres-nio).",
-            enabledTraits: ["SQLite"]),
-        .trait(
-            name: "Metrics", description: "TimerKitDurableMetrics: durable timers' metrics and logs (swift-metrics, swift-log).",
-            enabledTraits: ["SQLite"]),
-        .trait(
-            name: "ServiceLifecycle", description: "TimerKitServiceLifecycle: durable timers as a Service (swift-service-lifecycle).",
-            enabledTraits: ["SQLite"]),
-        .trait(
-            name: "CommandLineTool",
-            description: "The timerkit command-line tool (swift-argument-parser), and this package's own tests (swift-async-algorithms).",
-            enabledTraits: ["SQLite", "PostgreSQL", "Metrics", "ServiceLifecycle"]),
-        .default(enabledTraits: ["CommandLineTool"])
-    ],
-    // Every use of each package below is guarded by its product's trait (see the top).
-    dependencies: [
-        // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
-        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        // TimerKitDurableMetrics only (and postgres-nio's own): metrics and logs of durable timers.
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
-        // TimerKitServiceLifecycle only (and postgres-nio's own): durable timers as a Service.
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
-        // TimerKitPostgres only: SQLite users never build NIO.
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
-        // The command-line tool only; the libraries depend on the toolchain alone.
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        // Tests only: swift-async-algorithms' operators run on TimerKit's clocks (guarded by the
-        // CommandLineTool trait, so that an app without it never fetches the package).
-        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4")
-    ],
-    targets: [
+/// The PostgreSQL store, for the targets that use it when it is built.
+let withPostgresStore: [Target.Dependency] = withPostgres ? ["TimerKitPostgres"] : []
+let targets: [Target] =
+    [
         .target(name: "CTimerKitShims"),
         .target(
             name: "TimerKit",
@@ -105,6 +66,10 @@ let package = Package(
             name: "TimerKitServiceLifecycle",
             dependencies: ["TimerKitDurable", .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: .when(traits: lifecycle))]
         ),
+        .target(
+            name: "TimerKitDurableTracing",
+            dependencies: ["TimerKitDurable", .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: tracing))]
+        ),
         .executableTarget(
             name: "timerkit",
             dependencies: [
@@ -114,7 +79,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tool))
             ]
                 // `timerkit durable --db postgres://…` (without it, the tool says it was built without PostgreSQL).
-                + (withPostgres ? ["TimerKitPostgres"] : [])
+                + withPostgresStore
         ),
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
@@ -127,7 +92,7 @@ let package = Package(
             ]
         ),
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
-        .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + (withPostgres ? ["TimerKitPostgres"] : [])),
+        .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + withPostgresStore),
         // A process the durable crash tests start and kill (not a product).
         .executableTarget(
             name: "timerkit-durable-probe", dependencies: ["TimerKitDurable", grdb]),
@@ -136,7 +101,10 @@ let package = Package(
             dependencies: [
                 "TimerKitDurable", "TimerKit", "TimerKitTesting", "timerkit-durable-probe", "TimerKitDurableMetrics", grdb,
                 .product(name: "Logging", package: "swift-log", condition: .when(traits: metrics)),
-                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: metrics))
+                .product(name: "MetricsTestKit", package: "swift-metrics", condition: .when(traits: metrics)),
+                "TimerKitDurableTracing",
+                .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: tracing)),
+                .product(name: "InMemoryTracing", package: "swift-distributed-tracing", condition: .when(traits: tracing))
             ]
                 + (withPostgres ? ["TimerKitPostgres", "timerkit-fleet-probe", postgresNIO] : []),
             // Databases written by 0.1.0, as SQL (Scripts/make-schema-fixtures): read by path.
@@ -159,16 +127,68 @@ let package = Package(
             ]
         )
     ]
-        + (withPostgres
-            ? [
-                .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", postgresNIO]),
-                // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
-                .executableTarget(
-                    name: "timerkit-fleet-probe",
-                    dependencies: [
-                        "TimerKitPostgres", "TimerKitDurable", postgresNIO, .product(name: "Logging", package: "swift-log", condition: .when(traits: postgres))
-                    ]
-                )
-            ] : []),
+    + (withPostgres
+        ? [
+            .target(name: "TimerKitPostgres", dependencies: ["TimerKitDurable", "TimerKit", postgresNIO]),
+            // An instance of a fleet that the fleet tests and the benchmark start, kill and freeze (not a product).
+            .executableTarget(
+                name: "timerkit-fleet-probe",
+                dependencies: [
+                    "TimerKitPostgres", "TimerKitDurable", postgresNIO, .product(name: "Logging", package: "swift-log", condition: .when(traits: postgres))
+                ]
+            )
+        ] : [])
+let package = Package(
+    name: "TimerKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "TimerKit", targets: ["TimerKit"]),
+        .library(name: "TimerKitTesting", targets: ["TimerKitTesting"]),
+        .library(name: "TimerKitDurable", targets: ["TimerKitDurable"]),
+        .library(name: "TimerKitDurableMetrics", targets: ["TimerKitDurableMetrics"]),
+        .library(name: "TimerKitServiceLifecycle", targets: ["TimerKitServiceLifecycle"]),
+        .library(name: "TimerKitDurableTracing", targets: ["TimerKitDurableTracing"]),
+        .executable(name: "timerkit", targets: ["timerkit"])
+    ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
+    traits: [
+        .trait(name: "SQLite", description: "TimerKitDurable: durable timers on SQLite (GRDB)."),
+        .trait(
+            name: "PostgreSQL", description: "TimerKitPostgres: durable timers shared by a fleet, on PostgreSQL (postgres-nio).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "Metrics", description: "TimerKitDurableMetrics: durable timers' metrics and logs (swift-metrics, swift-log).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "ServiceLifecycle", description: "TimerKitServiceLifecycle: durable timers as a Service (swift-service-lifecycle).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "Tracing", description: "TimerKitDurableTracing: spans for durable timers (swift-distributed-tracing).",
+            enabledTraits: ["SQLite"]),
+        .trait(
+            name: "CommandLineTool",
+            description: "The timerkit command-line tool (swift-argument-parser), and this package's own tests (swift-async-algorithms).",
+            enabledTraits: ["SQLite", "PostgreSQL", "Metrics", "ServiceLifecycle", "Tracing"]),
+        .default(enabledTraits: ["CommandLineTool"])
+    ],
+    // Every use of each package below is guarded by its product's trait (see the top).
+    dependencies: [
+        // TimerKitDurable only (its SQLite store): TimerKit itself depends on the toolchain alone.
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        // TimerKitDurableMetrics only (and postgres-nio's own): metrics and logs of durable timers.
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // TimerKitServiceLifecycle only (and postgres-nio's own): durable timers as a Service.
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // TimerKitDurableTracing only: spans around schedules and runs (its manifest needs Swift 6.2).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // TimerKitPostgres only: SQLite users never build NIO.
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The command-line tool only; the libraries depend on the toolchain alone.
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        // Tests only: swift-async-algorithms' operators run on TimerKit's clocks (guarded by the
+        // CommandLineTool trait, so that an app without it never fetches the package).
+        .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.1.4")
+    ],
+    targets: targets,
     swiftLanguageModes: [.v6]
 )

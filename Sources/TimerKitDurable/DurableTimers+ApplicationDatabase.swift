@@ -50,7 +50,9 @@ extension DurableTimers {
         in db: Database
     ) throws(DurableTimerError) -> Bool {
         let record = try record(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: DurableLimits.nanoseconds(of: date))
-        return try joined(db, key: key) { db in try SQLiteTimerStore.put(record, conflict: ifExists, db) }
+        return try traced(record) { record throws(DurableTimerError) in
+            try joined(db, key: key) { db in try SQLiteTimerStore.put(record, conflict: ifExists, db) }
+        }
     }
 
     /// Schedules a one-shot `delay` from now inside the application's transaction on `db`; see
@@ -61,7 +63,9 @@ extension DurableTimers {
         in db: Database
     ) throws(DurableTimerError) -> Bool {
         let record = try record(key: key, handler: handler, payload: payload, recurrence: .none, misfire: misfire, due: deadline(after: delay))
-        return try joined(db, key: key) { db in try SQLiteTimerStore.put(record, conflict: ifExists, db) }
+        return try traced(record) { record throws(DurableTimerError) in
+            try joined(db, key: key) { db in try SQLiteTimerStore.put(record, conflict: ifExists, db) }
+        }
     }
 
     /// Removes the timer under `key` inside the application's transaction on `db`; the runner

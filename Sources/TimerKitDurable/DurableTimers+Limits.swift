@@ -25,6 +25,12 @@ extension DurableTimers {
     /// ``DurableTimerError/payload(key:reason:)``: keep large data elsewhere and store its id.
     public static let maximumPayloadSize = 1 << 20
 
+    /// The largest trace context stored with a timer (``DurableTimerInstrumentation``), as its
+    /// stored text: 4 KiB, room for W3C's `traceparent` (55 bytes) and a `tracestate` of the 512
+    /// bytes W3C asks propagators to keep. A larger context is not stored (the schedule succeeds,
+    /// and its runs start traces of their own).
+    public static let maximumTraceContextSize = 4_096
+
     /// The longest error text kept with a timer (``DurableTimerInfo/lastError``), in UTF-8 bytes:
     /// 4,096. A longer one is cut at a character boundary, and NUL characters (which PostgreSQL's
     /// text cannot hold) become U+FFFD.

@@ -65,6 +65,11 @@ extension DurableTimers {
         /// and return. Nothing by default; `TimerKitDurableMetrics` reports them as metrics and logs.
         public var onEvent: @Sendable (DurableTimerEvent) -> Void = { _ in }
 
+        /// Traces schedules and runs (``DurableTimerInstrumentation``): TimerKitDurableTracing's
+        /// `DurableTimerTracing` for swift-distributed-tracing. `nil` (the default) traces nothing
+        /// and stores no trace context.
+        public var instrumentation: (any DurableTimerInstrumentation)?
+
         /// The most timers one load of the horizon arms (tests make it small). A horizon that
         /// holds more (timers due ahead: overdue ones are swept, not loaded) is loaded in pieces,
         /// each when the last timer of the one before comes due and fewer than half a piece is

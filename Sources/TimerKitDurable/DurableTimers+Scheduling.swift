@@ -132,7 +132,7 @@ extension DurableTimers {
                     namespace: namespace, key: timer.key, handler: handler, payload: try Self.encode(timer.payload, key: timer.key, encoder),
                     recurrence: .none, misfire: misfire, due: try DurableLimits.nanoseconds(of: timer.at)))
         }
-        let stored = try await store.putAll(records, conflict: ifExists)
+        let stored = try await traced(records) { records throws(DurableTimerError) in try await store.putAll(records, conflict: ifExists) }
         learn { machine in
             records.flatMap { machine.load(StoredKey($0.key), readyAt: $0.readyAt, handler: $0.handler) }
         }
@@ -229,7 +229,7 @@ extension DurableTimers {
         key: String, handler: String, payload: Payload, recurrence: DurableTimerRecord.Recurrence, misfire: MisfirePolicy, due: Int64, conflict: DurableConflict
     ) async throws(DurableTimerError) -> Bool {
         let record = try record(key: key, handler: handler, payload: payload, recurrence: recurrence, misfire: misfire, due: due)
-        guard try await store.put(record, conflict: conflict) else { return false }
+        guard try await traced([record], { records throws(DurableTimerError) in try await store.put(records[0], conflict: conflict) }) else { return false }
         learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: handler) }
         return true
     }

@@ -49,7 +49,14 @@ extension DurableTimers.Runner {
         )
         let result: RunnerStateMachine.HandlerResult
         do {
-            try await handler(record.payload, fire)
+            if let instrumentation = context.options.instrumentation {
+                let timer = DurableScheduling(
+                    namespace: record.namespace, key: record.key, handler: record.handler, repeats: record.recurrence != .none, deadline: fire.scheduledDeadline
+                )
+                try await instrumentation.run(fire, of: timer, traceContext: record.traceContext) { try await handler(record.payload, fire) }
+            } else {
+                try await handler(record.payload, fire)
+            }
             result = .returned
         } catch let error as PayloadDecodingFailed {
             result = .undecodable(error.reason)

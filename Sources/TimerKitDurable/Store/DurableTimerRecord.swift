@@ -51,6 +51,8 @@ package struct DurableTimerRecord: Sendable, Hashable {
     /// form, a value of the wrong type), or `nil`. A record with a defect carries placeholder
     /// values where the defect is; the runner parks it with this reason instead of running it.
     package var defect: String?
+    /// The trace context its schedule stored (``DurableTimerInstrumentation``); empty for none.
+    package var traceContext: [String: String] = [:]
 
     package init(namespace: String, key: String, handler: String, payload: Data, recurrence: Recurrence, misfire: MisfirePolicy, due: Int64) {
         self.namespace = namespace

@@ -193,7 +193,8 @@ final class SQLiteTimerStore: DurableTimerStore {
             since_ns INTEGER NOT NULL,
             PRIMARY KEY (namespace, handler)
         ) WITHOUT ROWID;
-        """
+        """,
+        5: "ALTER TABLE timerkit_timers ADD COLUMN trace_context TEXT;"
     ]
 
     // MARK: Writing
@@ -243,12 +244,12 @@ final class SQLiteTimerStore: DurableTimerStore {
             """
             INSERT OR REPLACE INTO timerkit_timers
                 (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence,
-                 fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns, paused)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, ?, NULL, NULL, ?)
+                 fire_count, attempts, skipped, last_error, parked, owner, lease_until_ns, paused, trace_context)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, 0, 0, NULL, ?, NULL, NULL, ?, ?)
             """,
             [
                 record.namespace, record.key, record.handler, record.payload, interval, rule, StoredForms.misfire(record.misfire), record.due,
-                record.readyAt, sequence, paused ? 1 : 0, paused ? 1 : 0
+                record.readyAt, sequence, paused ? 1 : 0, paused ? 1 : 0, StoredForms.traceContext(record.traceContext)
             ])
         return true
     }
@@ -583,6 +584,9 @@ final class SQLiteTimerStore: DurableTimerStore {
         record.isPaused = reader.integer("paused") != 0
         record.owner = reader.optionalText("owner")
         record.leaseUntil = reader.optionalInteger("lease_until_ns")
+        // A context that does not read is no defect: the timer runs, in a trace of its own.
+        var lenient = SQLiteRowReader(row: row)
+        record.traceContext = StoredForms.traceContext(from: lenient.optionalText("trace_context"))
         if !reader.defects.isEmpty { record.defect = reader.defects.joined(separator: "; ") }
         return record
     }

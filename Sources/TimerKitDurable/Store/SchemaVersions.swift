@@ -13,6 +13,8 @@
 ///    pauses of a handler or the namespace (`timerkit_pauses`), and the timers' `paused` column
 ///    (0: not paused; 1: paused; 2: paused while parked). A paused timer is also marked parked,
 ///    so that every claim statement passes it by unchanged.
+/// 5. Tracing: the timers' `trace_context` column, the propagation headers of the span that
+///    scheduled the timer (``DurableTimerInstrumentation``), as a JSON object; NULL for none.
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL
@@ -20,7 +22,7 @@
 /// one migrates and the others find the work done.
 package enum SchemaVersions {
     /// The version this build reads and writes.
-    package static let current = 4
+    package static let current = 5
 
     /// The release that writes ``current``, recorded beside each migration it applies (the work
     /// toward 0.2.0 until it is tagged).
@@ -31,7 +33,8 @@ package enum SchemaVersions {
         1: "timers (timerkit_timers), their ready index and the occurrence sequence: the schema of 0.1.0",
         2: "the schema's version, recorded in timerkit_schema",
         3: "PostgreSQL: the sweep's function timerkit_sweep and the timers' autovacuum settings; SQLite: no change",
-        4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column"
+        4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column",
+        5: "tracing: the timers' trace_context column (the scheduling span's propagation headers)"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

@@ -45,4 +45,21 @@ package enum StoredForms {
         }
         return DurableTimerRecord.Recurrence.none
     }
+
+    /// The trace-context column of a context: its headers as a JSON object with sorted keys;
+    /// `nil` (SQL NULL) for none, or for one over ``DurableTimers/maximumTraceContextSize``.
+    package static func traceContext(_ headers: [String: String]) -> String? {
+        guard !headers.isEmpty else { return nil }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        guard let data = try? encoder.encode(headers), data.count <= DurableTimers.maximumTraceContextSize else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// A stored trace context's headers; none for NULL or for text that does not read as a JSON
+    /// object of strings (written by hand, or cut short): a run is never stopped by its context.
+    package static func traceContext(from text: String?) -> [String: String] {
+        guard let text, let headers = try? JSONDecoder().decode([String: String].self, from: Data(text.utf8)) else { return [:] }
+        return headers
+    }
 }

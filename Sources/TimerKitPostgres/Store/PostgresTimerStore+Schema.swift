@@ -225,7 +225,10 @@ extension PostgresTimerStore {
                 PRIMARY KEY (namespace, handler)
             )
             """
-        ]
+        ],
+        // The scheduling span's propagation headers, as JSON text (read leniently: a value that
+        // does not read runs the timer without a parent span).
+        5: ["ALTER TABLE timerkit_timers ADD COLUMN IF NOT EXISTS trace_context text"]
     ]
 
     /// A script a DBA can run (psql, a migration tool) to bring a database at `version` to

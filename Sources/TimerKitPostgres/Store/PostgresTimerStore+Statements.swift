@@ -11,7 +11,7 @@ extension PostgresTimerStore {
     /// Claims the woken keys that are ready (see ``claim(namespace:keys:owner:now:leaseUntil:)``):
     /// each claimed row, and each other key still stored and not parked with its ready time.
     struct ClaimKeys: PostgresPreparedStatement {
-        static let name = "timerkit_claim_keys_v4"
+        static let name = "timerkit_claim_keys_v5"
         // Each key looked up in a lateral subquery: a probe of the primary key per key in every
         // plan, the generic plan of the prepared statement included. (A join of the keys with the
         // table let the generic plan, which knows no namespace, walk the ready index over the
@@ -68,7 +68,7 @@ extension PostgresTimerStore {
 
     /// The next ready rows of a backlog, through schema version 3's `timerkit_sweep`.
     struct Sweep: PostgresPreparedStatement {
-        static let name = "timerkit_sweep_v4"
+        static let name = "timerkit_sweep_v5"
         static let sql = "SELECT \(allColumns) FROM timerkit_sweep($1, $2, $3, $4, $5, $6, $7)"
         static let bindingDataTypes: [PostgresDataType] = [.text, .textArray, .text, .textArray, .int8, .int8, .int4]
 
@@ -97,7 +97,7 @@ extension PostgresTimerStore {
 
     /// Removes the one-shots that ran, each if its claim still holds it.
     struct FinishAll: PostgresPreparedStatement {
-        static let name = "timerkit_finish_all_v4"
+        static let name = "timerkit_finish_all_v5"
         // The runs of the one-shots removed are recorded by the same statement: a reader never
         // sees a finished one-shot gone without its run, and a crash cannot keep one without the
         // other.
@@ -156,10 +156,10 @@ extension PostgresTimerStore {
     static func putSQL(onConflict: String) -> String {
         """
         WITH written AS (
-            INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence, parked, paused)
+            INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence, parked, paused, trace_context)
             VALUES ($1, $2, $3, convert_to($4, 'UTF8'), $5, $6, $7, $8, $8, nextval('timerkit_sequence'),
                 EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = $1 AND z.handler IN ('', $3)),
-                (CASE WHEN EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = $1 AND z.handler IN ('', $3)) THEN 1 ELSE 0 END)::smallint)
+                (CASE WHEN EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = $1 AND z.handler IN ('', $3)) THEN 1 ELSE 0 END)::smallint, $11)
             \(onConflict)
             RETURNING namespace, key, handler, ready_at_ns, paused
         ),
@@ -179,7 +179,7 @@ extension PostgresTimerStore {
 
         func bindings() -> PostgresBindings {
             let (interval, rule) = StoredForms.columns(record.recurrence)
-            var bindings = PostgresBindings(capacity: 10)
+            var bindings = PostgresBindings(capacity: 11)
             bindings.append(record.namespace)
             bindings.append(record.key)
             bindings.append(record.handler)
@@ -190,6 +190,7 @@ extension PostgresTimerStore {
             bindings.append(record.due)
             bindings.append(channel)
             bindings.append(horizon)
+            bindings.append(StoredForms.traceContext(record.traceContext))
             return bindings
         }
     }
@@ -201,21 +202,21 @@ extension PostgresTimerStore {
 
     /// A schedule that replaces the timer under its key.
     struct PutReplace: PutStatement {
-        static let name = "timerkit_put_replace_v4"
+        static let name = "timerkit_put_replace_v5"
         static let sql = putSQL(onConflict: PostgresTimerStore.replaceClause)
         var values: PutValues
     }
 
     /// A schedule that keeps the timer under its key, if there is one.
     struct PutKeep: PutStatement {
-        static let name = "timerkit_put_keep_v4"
+        static let name = "timerkit_put_keep_v5"
         static let sql = putSQL(onConflict: "ON CONFLICT (namespace, key) DO NOTHING")
         var values: PutValues
     }
 
     /// A schedule that fails (unique violation) when the key is in use.
     struct PutFail: PutStatement {
-        static let name = "timerkit_put_fail_v4"
+        static let name = "timerkit_put_fail_v5"
         static let sql = putSQL(onConflict: "")
         var values: PutValues
     }
@@ -225,12 +226,13 @@ extension PostgresTimerStore {
         ON CONFLICT (namespace, key) DO UPDATE SET handler = excluded.handler, payload = excluded.payload,
             interval_ns = excluded.interval_ns, rule = excluded.rule, misfire = excluded.misfire, due_ns = excluded.due_ns,
             ready_at_ns = excluded.ready_at_ns, sequence = excluded.sequence, fire_count = 0, attempts = 0, skipped = 0,
-            last_error = NULL, parked = excluded.parked, paused = excluded.paused, owner = NULL, lease_until_ns = NULL
+            last_error = NULL, parked = excluded.parked, paused = excluded.paused, owner = NULL, lease_until_ns = NULL,
+            trace_context = excluded.trace_context
         """
 }
 
 extension PostgresTimerStore.PutStatement {
-    static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text, .text, .int8, .text, .text, .int8, .text, .int8] }
+    static var bindingDataTypes: [PostgresDataType] { [.text, .text, .text, .text, .int8, .text, .text, .int8, .text, .int8, .text] }
     func makeBindings() throws -> PostgresBindings { values.bindings() }
     func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode((Int64, Int64).self).0 }
 }

@@ -308,12 +308,14 @@ final class PostgresTimerStore: DurableTimerStore {
                 let rows = try await connection.query(
                     """
                     WITH written AS (
-                        INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence, parked, paused)
+                        INSERT INTO timerkit_timers (namespace, key, handler, payload, interval_ns, rule, misfire, due_ns, ready_at_ns, sequence, parked, paused, trace_context)
                         SELECT s, k, h, convert_to(p, 'UTF8'), nullif(i, 0), nullif(r, ''), m, d, d, nextval('timerkit_sequence'),
                             EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = s AND z.handler IN ('', h)),
-                            (CASE WHEN EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = s AND z.handler IN ('', h)) THEN 1 ELSE 0 END)::smallint
+                            (CASE WHEN EXISTS (SELECT 1 FROM timerkit_pauses z WHERE z.namespace = s AND z.handler IN ('', h)) THEN 1 ELSE 0 END)::smallint,
+                            nullif(c, '')
                         FROM unnest(\(columns.namespaces)::text[], \(columns.keys)::text[], \(columns.handlers)::text[], \(columns.payloads)::text[], \(columns.intervals)::bigint[],
-                                    \(columns.rules)::text[], \(columns.misfires)::text[], \(columns.dues)::bigint[]) AS w(s, k, h, p, i, r, m, d)
+                                    \(columns.rules)::text[], \(columns.misfires)::text[], \(columns.dues)::bigint[], \(columns.traceContexts)::text[])
+                            AS w(s, k, h, p, i, r, m, d, c)
                         \(unescaped: onConflict)
                         RETURNING namespace, key, handler, ready_at_ns
                     ),
@@ -618,17 +620,21 @@ final class PostgresTimerStore: DurableTimerStore {
     static func columns(prefix: String) -> String {
         [
             "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
-            "skipped", "last_error", "parked", "owner", "lease_until_ns", "paused"
+            "skipped", "last_error", "parked", "owner", "lease_until_ns", "paused", "trace_context"
         ].map { prefix + $0 }.joined(separator: ", ")
     }
 
     static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
         let (
             namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner,
-            leaseUntil, paused
+            leaseUntil, paused, traceContext
         ) =
             try row.decode(
-                (String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?, Int16).self)
+                (
+                    String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?, Int16,
+                    String?
+                )
+                .self)
         // A form this version cannot read is a defect the runner parks the timer for, never an
         // error that stops every other timer's load.
         var defects: [String] = []
@@ -649,6 +655,7 @@ final class PostgresTimerStore: DurableTimerStore {
         record.isPaused = paused != 0
         record.owner = owner
         record.leaseUntil = leaseUntil
+        record.traceContext = StoredForms.traceContext(from: traceContext)
         return record
     }
 
@@ -709,6 +716,8 @@ private struct Columns {
     var rules: [String] = []
     var misfires: [String] = []
     var dues: [Int64] = []
+    /// Empty for none.
+    var traceContexts: [String] = []
     /// Each namespace of the batch once, and its notification channel.
     var channelNamespaces: [String] = []
     var channels: [String] = []
@@ -724,6 +733,7 @@ private struct Columns {
             rules.append(rule ?? "")
             misfires.append(StoredForms.misfire(record.misfire))
             dues.append(record.due)
+            traceContexts.append(StoredForms.traceContext(record.traceContext) ?? "")
         }
         channelNamespaces = Array(Set(namespaces))
         channels = channelNamespaces.map(PostgresTimerStore.channel(for:))
