@@ -120,8 +120,9 @@ NOT_GENERATED = {
     "equal range a-a (e.g. 5-5)": "croniter reads a written equal range as the whole field (5-5 = *)",
     "reversed range a-b with a > b (e.g. 22-2, fri-mon)": "croniter wraps it around; TimerKit's "
     "definition has no wrap",
-    "a/n in day of week reaching 7 (1/2, 0/7, 7/n)": "croniter's day-of-week maximum is 6, so 1/2 is "
-    "1,3,5 there; TimerKit's a/n runs to the field maximum, which may be 7 (Sunday again)",
+    "a/n in day of week reaching 7 (1/2, 0/7, 7/n)": "croniter wraps 7/n round to Sunday and on (7/2 is "
+    "0,2,4,6, 7/1 every day); TimerKit's 7/n is Sunday alone. Both run 1/2 and 0/7 to Saturday (1,3,5; 0), "
+    "but they are left out with 7/n",
     "a restricted day field that covers every day (1-31, 0-6, */1) beside the other restricted": "whether "
     "that is 'restricted' (Vixie's star bit) is a definition question, not a test",
     "nL with a weekday name (friL)": "croniter's L takes digits only (L5); its spelling would be a translation "

@@ -102,6 +102,18 @@ struct CalendarScheduleDSTTests {
         #expect(try readings("30 2 * * *", in: zone, from: "2026-10-25 00:00 +02:00", count: 2) == ["2026-10-25 02:30 +02:00", "2026-10-26 02:30 +01:00"])
     }
 
+    @Test(
+        "Berlin: an hour step (0 */2) has fixed hours, not elapsed time: the repeated 02:00 runs once, in summer time, and the skipped 02:00 runs at 03:00, as 0,2,…,22 does"
+    )
+    func hourStepIsFixedHours() throws {
+        let zone = "Europe/Berlin"
+        let autumn = ["2026-10-25 00:00 +02:00", "2026-10-25 02:00 +02:00", "2026-10-25 04:00 +01:00"]
+        let spring = ["2026-03-29 00:00 +01:00", "2026-03-29 03:00 +02:00", "2026-03-29 04:00 +02:00"]
+        #expect(try readings("0 */2 * * *", in: zone, from: "2026-10-24 23:30 +02:00", count: 3) == autumn)
+        #expect(try readings("0 */2 * * *", in: zone, from: "2026-03-28 23:30 +01:00", count: 3) == spring)
+        #expect(try readings("0 0,2,4,6,8,10,12,14,16,18,20,22 * * *", in: zone, from: "2026-10-24 23:30 +02:00", count: 3) == autumn)
+    }
+
     // MARK: Lord Howe: a 30-minute change. 2026-04-05 02:00 → 01:30; 2026-10-04 02:00 → 02:30
 
     @Test("Lord Howe, a 30-minute fall back: every 30 minutes runs in both passes of the repeated half hour; a fixed 01:45 once")

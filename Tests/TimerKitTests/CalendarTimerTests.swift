@@ -38,7 +38,9 @@ struct CalendarTimerTests {
         #expect(runs.withLock { $0.count } == 7)
     }
 
-    @Test("C5: occurrences missed while a handler ran or the timer was suspended run once, for the latest, counting the others; resume runs it at once (C9)")
+    @Test(
+        "C5, C9: occurrences missed while the timer was suspended run once, for the latest, counting the others; suspend is idempotent, and resume runs it at once"
+    )
     func missedOccurrencesCoalesce() throws {
         let virtual = VirtualClock(start: Self.start)
         let runs = Locked<[CalendarFire]>([])
@@ -157,5 +159,57 @@ struct CalendarTimerTests {
         try registry.schedule("live", on: daily) { _, _ in }
         #expect(try !registry.schedule("live", on: once) { _, _ in })
         #expect(registry.contains("live"))
+    }
+}
+
+extension RealTime {
+    /// What a virtual clock cannot show: runs on a concurrent queue, and a run that takes longer
+    /// than the schedule's interval (a virtual clock's handlers run on the advancing thread, one by
+    /// one, and cannot advance their own clock).
+    @Suite("Calendar timers in real time")
+    struct CalendarTimerRealTimeTests {
+        @Test(
+            "C14, C5: on a concurrent queue a calendar timer's runs never overlap — fire() asked for during a run follows it — and occurrences that pass during a long run get no run of their own: the next stands for the latest and counts them"
+        )
+        func runsNeverOverlap() async throws {
+            let inFlight = Counter()
+            let overlaps = Counter()
+            let runs = Recorder<CalendarFire>()
+            let concurrent = DispatchQueue(label: "calendar-timer-runs", attributes: .concurrent)
+            let everySecond = try CalendarSchedule(cron: "* * * * * *", in: TimeZone(identifier: "UTC")!)
+            let timer = try CalendarTimer.schedule(everySecond, delivery: .queue(concurrent)) { calendarTimer, fire in
+                if inFlight.increment() > 1 { overlaps.increment() }
+                runs.append(fire)
+                if fire.sequenceNumber == 1 {
+                    // Two manual runs asked for while this one is under way; and 2.5 s, in which
+                    // the next two occurrences pass.
+                    calendarTimer.fire()
+                    calendarTimer.fire()
+                    Thread.sleep(forTimeInterval: 2.5)
+                } else {
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+                inFlight.decrement()
+            }
+            let done = await eventually(timeout: .seconds(30)) {
+                let all = runs.all
+                return all.filter(\.isManual).count == 2 && all.filter { !$0.isManual }.count >= 3
+            }
+            timer.invalidate()
+            let all = runs.all
+            #expect(done, "\(all)")
+            #expect(overlaps.current == 0, "C14: overlapping runs")
+            #expect(all.map(\.sequenceNumber) == Array(1..<all.count + 1), "numbered in the order they ran: \(all)")
+            let occurrences = all.filter { !$0.isManual }
+            try #require(occurrences.count >= 2, "\(all)")
+            #expect(occurrences[0].sequenceNumber == 1)
+            // The first run took 2.5 s: the run after it stands for an occurrence at least 2 s
+            // later, and counts the one (or more, under load) between.
+            #expect(occurrences[1].occurrence.timeIntervalSince(occurrences[0].occurrence) >= 2, "\(occurrences)")
+            #expect(occurrences[1].skippedOccurrences >= 1, "\(occurrences)")
+            #expect(zip(occurrences, occurrences.dropFirst()).allSatisfy { $0.occurrence < $1.occurrence }, "\(occurrences)")
+            // Never early (C2): each occurrence's run began at or after it.
+            #expect(occurrences.allSatisfy { $0.firedAt >= $0.occurrence }, "\(occurrences)")
+        }
     }
 }

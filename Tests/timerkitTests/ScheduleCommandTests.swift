@@ -86,6 +86,38 @@ struct ScheduleCommandTests {
     }
 
     @Test(
+        "C2, C14: every --cron with six fields (* * * * * *, every second) and --count 2 runs the command exactly twice, at whole-second occurrences at least 1 s apart, never before them, one after the other, and exits 0"
+    )
+    func cronRunsEverySecond() async throws {
+        let began = Date().timeIntervalSince1970
+        // With --json the command's output goes to stderr: there, each run's own reading of the clock.
+        let outcome = try await ToolRunner.run(["every", "--cron", "* * * * * *", "--count", "2", "--json", "--"] + ToolRunner.printTime)
+        #expect(outcome.status == 0, "\(outcome.error)")
+        let runs = try CommandLineToolTests.runs(outcome.output)
+        let readings = outcome.error.split(separator: "\n").compactMap { Double($0) }
+        #expect(runs.map(\.run) == [1, 2], "\(outcome.output)")
+        #expect(readings.count == 2, "\(outcome.error)")
+        #expect(outcome.error.contains("timerkit every: 2 runs in "), "\(outcome.error)")
+        try #require(runs.count == 2 && readings.count == 2)
+        // The occurrences the runs stand for are whole seconds, at least one apart (the JSON's
+        // instants share one offset from the clock, and are µs-rounded).
+        let apart = runs[1].deadline - runs[0].deadline
+        #expect(apart >= 1 - 2e-6 && abs(apart - apart.rounded()) < 2e-6, "\(outcome.output)")
+        for (k, (run, reading)) in zip(runs, readings).enumerated() {
+            // Never early: each run started, and its command read the clock, at or after its occurrence.
+            #expect(run.latenessMilliseconds >= 0 && run.exitStatus == 0, "run \(k + 1): \(outcome.output)")
+            #expect(reading >= run.deadline - 2e-6, "run \(k + 1) read \(reading), occurrence \(run.deadline)")
+        }
+        // On the system clock alone: the first occurrence is the first whole second after the tool
+        // started; the second, the first whole second after the first run ended. However late a
+        // run starts (a loaded machine), neither reading comes before its second.
+        #expect(readings[0] >= began.rounded(.down) + 1, "started at \(began), read \(readings[0])")
+        #expect(readings[1].rounded(.down) >= readings[0].rounded(.down) + 1, "read \(readings)")
+        // One after the other (C14): the second run started after the first had ended.
+        #expect(runs[1].start >= runs[0].start + runs[0].durationMilliseconds / 1000 - 2e-6, "\(outcome.output)")
+    }
+
+    @Test(
         "every's schedule is one of an interval, --at, --on and --cron; a rule it cannot read is refused with exit 64",
         arguments: [
             (["every", "--", "true"], "missing interval"),

@@ -23,7 +23,9 @@ import Foundation
 /// - A time that happens twice (01:30 when the clocks go back from 02:00 to 01:00) occurs once,
 ///   at its first instance — unless the schedule matches every hour of the day (`0 * * * *`,
 ///   `*/30 * * * *`, `* * * * *`): such a schedule follows elapsed time, and occurs at both
-///   instances, so that an hourly schedule never leaves two hours between runs.
+///   instances, so that an hourly schedule never leaves two hours between runs. An hour step
+///   (`0 */2 * * *`) does not match every hour: it names hours of the day, the list `0,2,…,22`,
+///   and occurs once, as any fixed hour does.
 ///
 /// The DocC article "Calendar schedules" has the table, zone by zone.
 ///

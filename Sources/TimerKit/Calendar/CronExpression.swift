@@ -28,8 +28,10 @@
 /// **Both day fields restricted**: when neither the day of month nor the day of week is `*` (or
 /// `?`, or a list of every value), a day matches if *either* field matches — Vixie cron's rule:
 /// `0 0 1,15 * 1` runs on the 1st, the 15th and every Monday. A field counts as restricted by
-/// what it matches, as croniter reads it: `*/2` is restricted and `1-31` is not (Vixie cron looks
-/// at the text instead: there a field starting with `*` is unrestricted, `1-31` restricted).
+/// what it matches: `*/2` is restricted (as croniter reads it), and a field that matches every
+/// day — `1-31`, `*/1`, `0-6` — is not, so `0 0 1-31 * 1` runs on Mondays only. Vixie cron looks
+/// at the text instead (a field starting with `*` is unrestricted, `1-31` restricted), and so does
+/// croniter (a full field counts as `*` only when the other day field's text holds a `*`).
 ///
 /// An expression names no zone: a ``CalendarSchedule`` puts it in one, and decides what it means
 /// on the days the clocks change.
