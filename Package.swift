@@ -38,6 +38,9 @@ let grdb = Target.Dependency.product(name: "GRDB", package: "GRDB.swift", condit
 let postgresNIO = Target.Dependency.product(name: "PostgresNIO", package: "postgres-nio", condition: .when(traits: postgres))
 /// The PostgreSQL store, for the targets that use it when it is built.
 let withPostgresStore: [Target.Dependency] = withPostgres ? ["TimerKitPostgres"] : []
+/// SwiftNIO's HTTP server for `timerkit durable serve`, in builds with the PostgreSQL store (which brings NIO).
+let withHTTPServer: [Target.Dependency] =
+    withPostgres ? ["NIOCore", "NIOPosix", "NIOHTTP1"].map { .product(name: $0, package: "swift-nio", condition: .when(traits: tool)) } : []
 let targets: [Target] =
     [
         .target(name: "CTimerKitShims"),
@@ -70,16 +73,21 @@ let targets: [Target] =
             name: "TimerKitDurableTracing",
             dependencies: ["TimerKitDurable", .product(name: "Tracing", package: "swift-distributed-tracing", condition: .when(traits: tracing))]
         ),
+        // The dashboard of durable timers, independent of any HTTP server (no package of its own).
+        .target(name: "TimerKitDashboard", dependencies: ["TimerKitDurable"]),
         .executableTarget(
             name: "timerkit",
             dependencies: [
                 "TimerKit",
                 "TimerKitTesting",
                 "TimerKitDurable",
+                "TimerKitDashboard",
                 .product(name: "ArgumentParser", package: "swift-argument-parser", condition: .when(traits: tool))
             ]
-                // `timerkit durable --db postgres://…` (without it, the tool says it was built without PostgreSQL).
-                + withPostgresStore
+                // `timerkit durable --db postgres://…` (without it, the tool says it was built without
+                // PostgreSQL), and `timerkit durable serve` on SwiftNIO's HTTP server, which
+                // postgres-nio brings anyway.
+                + withPostgresStore + withHTTPServer
         ),
         .testTarget(name: "TimerKitTests", dependencies: ["TimerKit", "TimerKitTesting"]),
         .testTarget(name: "TimerKitTestingTests", dependencies: ["TimerKit", "TimerKitTesting"]),
@@ -93,6 +101,9 @@ let targets: [Target] =
         ),
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
         .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + withPostgresStore),
+        .testTarget(name: "TimerKitDashboardTests", dependencies: ["TimerKitDashboard", "TimerKitDurable", "TimerKitTesting"] + withPostgresStore),
+        // A demo fleet instance with seeded timers, for the dashboard's browser test (not a product).
+        .executableTarget(name: "timerkit-dashboard-fleet", dependencies: ["TimerKitDurable", "TimerKit"] + withPostgresStore),
         // A process the durable crash tests start and kill (not a product).
         .executableTarget(
             name: "timerkit-durable-probe", dependencies: ["TimerKitDurable", grdb]),
@@ -148,6 +159,7 @@ let package = Package(
         .library(name: "TimerKitDurableMetrics", targets: ["TimerKitDurableMetrics"]),
         .library(name: "TimerKitServiceLifecycle", targets: ["TimerKitServiceLifecycle"]),
         .library(name: "TimerKitDurableTracing", targets: ["TimerKitDurableTracing"]),
+        .library(name: "TimerKitDashboard", targets: ["TimerKitDashboard"]),
         .executable(name: "timerkit", targets: ["timerkit"])
     ] + (withPostgres ? [.library(name: "TimerKitPostgres", targets: ["TimerKitPostgres"])] : []),
     traits: [
@@ -183,6 +195,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
         // TimerKitPostgres only: SQLite users never build NIO.
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // The command-line tool's dashboard server only (postgres-nio's own dependency already).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         // The command-line tool only; the libraries depend on the toolchain alone.
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         // Tests only: swift-async-algorithms' operators run on TimerKit's clocks (guarded by the

@@ -54,3 +54,16 @@ public struct DurableTimerInfo: Sendable, Hashable {
     /// ``DurableTimers/timer(key:)`` and ``DurableTimers/why(key:)``, `nil` in lists.
     public internal(set) var lastRun: DurableTimerRun?
 }
+
+extension DurableTimerInfo {
+    /// The timer's status at `now` as ``DurableTimerQuery/Status`` names them (what a query by
+    /// status decides in the database, decided here for a timer already read): for the tool's and
+    /// the dashboard's tables.
+    package func status(at now: Date) -> DurableTimerQuery.Status {
+        if state == .paused { return .paused }
+        if state == .failed { return .parked }
+        if let leaseUntil, leaseUntil > now { return .running }
+        if readyAt <= now { return .due }
+        return attempts > 0 ? .retrying : .scheduled
+    }
+}

@@ -68,7 +68,9 @@ struct DurableCommandTests {
             (["history", "--db", "/tmp/x.sqlite", "k", "--limit", "0"], "--limit must be 1 to 10000"),
             (["stats", "--db", "/tmp/x.sqlite", "--late-by", "0s"], "--late-by must be more than zero"),
             (["pause", "--db", "/tmp/x.sqlite"], "give keys, --handler NAME or --namespace-wide"),
-            (["resume", "--db", "/tmp/x.sqlite", "k", "--namespace-wide"], "give one of keys, --handler NAME and --namespace-wide")
+            (["resume", "--db", "/tmp/x.sqlite", "k", "--namespace-wide"], "give one of keys, --handler NAME and --namespace-wide"),
+            (["serve", "--db", "/tmp/x.sqlite", "--listen", "nowhere"], "--listen must be HOST:PORT"),
+            (["serve", "--db", "/tmp/x.sqlite", "--listen", "127.0.0.1:70000"], "--listen must be HOST:PORT")
         ])
     func badInput(arguments: [String], problem: String) async throws {
         let outcome = try await durable(arguments)

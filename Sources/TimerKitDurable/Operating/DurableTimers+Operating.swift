@@ -142,3 +142,12 @@ extension DurableTimers {
             clockOffset: .nanoseconds(store.clockOffset), lateBy: lateBy, window: window)
     }
 }
+
+extension DurableTimers {
+    /// The payload stored under `key`, as its JSON (for the dashboard's timer page); `nil` when no
+    /// timer is stored under it.
+    package func payload(key: String) async throws(DurableTimerError) -> Data? {
+        guard DurableLimits.isValid(key: key) else { return nil }
+        return try await store.record(namespace: namespace, key: key)?.payload
+    }
+}

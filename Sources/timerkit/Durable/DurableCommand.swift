@@ -17,6 +17,7 @@ struct DurableCommand: AsyncParsableCommand {
               timerkit durable show --db timers.sqlite sale/42
               timerkit durable why --db timers.sqlite sale/42
               timerkit durable retry --db timers.sqlite --status parked --handler sale.end
+              timerkit durable serve --db timers.sqlite --listen 127.0.0.1:8080
               TIMERKIT_DB=postgres://app@db/orders timerkit durable ls --json --all
 
             \(DurableExit.help)
@@ -24,7 +25,7 @@ struct DurableCommand: AsyncParsableCommand {
         subcommands: [
             DurableListCommand.self, DurableShowCommand.self, DurableWhyCommand.self, DurablePlanCommand.self, DurableHistoryCommand.self,
             DurableStatsCommand.self, DurableCancelCommand.self, DurableRetryCommand.self, DurableFireCommand.self, DurablePauseCommand.self,
-            DurableResumeCommand.self,
+            DurableResumeCommand.self, DurableServeCommand.self,
             DurableSchemaCommand.self, DurableMigrateCommand.self
         ])
 }

@@ -10,11 +10,7 @@ enum DurableFormat {
     /// is: it says `orphaned` for every timer whose handler this process has not registered, and
     /// the tool registers none.
     static func status(of timer: DurableTimerInfo, now: Date) -> DurableTimerQuery.Status {
-        if timer.state == .paused { return .paused }
-        if timer.state == .failed { return .parked }
-        if let lease = timer.leaseUntil, lease > now { return .running }
-        if timer.readyAt <= now { return .due }
-        return timer.attempts > 0 ? .retrying : .scheduled
+        timer.status(at: now)
     }
 
     /// `2026-11-23T19:00:00.000Z`: UTC to the millisecond, in tables and JSON alike.

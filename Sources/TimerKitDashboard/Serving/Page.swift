@@ -1,0 +1,108 @@
+import Foundation
+import TimerKitDurable
+
+/// One request's page: the layout every page shares, links under the mount point, and the
+/// responses. The pages themselves are in `Pages/`.
+struct Page {
+    let dashboard: DurableTimersDashboard
+    let request: DashboardRequest
+    let session: Sessions.Session?
+
+    var timers: DurableTimers { dashboard.timers }
+    var options: DurableTimersDashboard.Options { dashboard.options }
+
+    /// A path under the mount point, with a query.
+    func link(_ path: String, _ query: [(String, String?)] = []) -> String {
+        let text = FormEncoding.query(query)
+        return options.mountPath + path + (text.isEmpty ? "" : "?" + text)
+    }
+
+    /// A whole page: the navigation, the notice of the last action, `body` in `main`.
+    func document(title: String, live: Bool = true, _ body: HTML) -> DashboardResponse {
+        let refresh = live ? options.refreshInterval.map { Int($0.components.seconds) * 1_000 + Int($0.components.attoseconds / 1_000_000_000_000_000) } : nil
+        let notice: HTML =
+            request.query["notice"].map { notice in
+                let failed = request.query["failed"] == "1"
+                return "<div id=\"notice\" class=\"notice\(failed ? " failed" : "")\" role=\"status\">\(notice)</div>"
+            } ?? ""
+        let account: HTML =
+            session.map { session in
+                """
+                <form method="post" action="\(link("/logout"))" class="inline"><input type="hidden" name="csrf" value="\(session.csrf)">\
+                <button id="nav-logout" type="submit" class="link">Log out</button></form>
+                """
+            } ?? "<a id=\"nav-login\" href=\"\(link("/login", [("next", request.path + DurableTimersDashboard.queryText(request.query))]))\">Log in</a>"
+        let page: HTML = """
+            <!doctype html>
+            <html lang="en">
+            <head>
+            <meta charset="utf-8">
+            <meta name="viewport" content="width=device-width, initial-scale=1">
+            <title>\(title) · TimerKit</title>
+            <link rel="stylesheet" href="\(link("/assets/dashboard.css"))">
+            <script src="\(link("/assets/dashboard.js"))" defer></script>
+            </head>
+            <body>
+            <header class="top">
+            <a class="brand" href="\(link("/"))">TimerKit <span>\(timers.namespace)</span></a>
+            <nav>
+            <a id="nav-overview" href="\(link("/"))">Overview</a>
+            <a id="nav-timers" href="\(link("/timers"))">Timers</a>
+            <a id="nav-parked" href="\(link("/parked"))">Parked</a>
+            <a id="nav-orphans" href="\(link("/orphans"))">Orphans</a>
+            \(account)
+            </nav>
+            </header>
+            <main id="main"\(HTML(raw: refresh.map { " data-refresh=\"\($0)\"" } ?? ""))>
+            \(notice)
+            \(body)
+            </main>
+            </body>
+            </html>
+
+            """
+        return html(200, page)
+    }
+
+    func html(_ status: Int, _ page: HTML, headers: [(name: String, value: String)] = []) -> DashboardResponse {
+        let body = request.method == "HEAD" ? Data() : Data(page.text.utf8)
+        return DashboardResponse(status: status, headers: Self.securityHeaders + [("Content-Type", "text/html; charset=utf-8")] + headers, body: body)
+    }
+
+    /// 303 to a page of the dashboard.
+    func redirect(to path: String, query: [(String, String?)] = [], headers: [(name: String, value: String)] = []) -> DashboardResponse {
+        DashboardResponse(status: 303, headers: Self.securityHeaders + [("Location", link(path, query))] + headers, body: Data())
+    }
+
+    func plain(_ status: Int, _ message: String) -> DashboardResponse {
+        html(status, "<!doctype html><title>\(message)</title><p>\(message)</p>\n")
+    }
+
+    func notFound() -> DashboardResponse {
+        var response = document(title: "Not found", live: false, "<h1>Not found</h1><p id=\"not-found\">No page at \(request.path).</p>")
+        response.status = 404
+        return response
+    }
+
+    /// A store failure (the database unreachable, a lock held too long), as a page that says so.
+    func failure(_ error: any Error) -> DashboardResponse {
+        var response = document(
+            title: "Error", live: true,
+            "<h1>The timers could not be read</h1><p id=\"error\" class=\"error\">\(String(describing: error))</p><p>The page retries by itself.</p>")
+        response.status = 500
+        return response
+    }
+
+    /// Headers on every response: only the dashboard's own script, style and images; no framing;
+    /// no guessing of types; nothing cached.
+    static let securityHeaders: [(name: String, value: String)] = [
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "same-origin"),
+        ("Cache-Control", "no-store")
+    ]
+}
