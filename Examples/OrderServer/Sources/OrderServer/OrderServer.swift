@@ -3,15 +3,19 @@
 //   POST /orders            places an order: 201 {"id", "status": "open"}; it expires unless paid
 //   POST /orders/ID/pay     pays it (and cancels its expiry, in the same transaction)
 //   GET  /orders/ID         {"id", "status": "open" | "paid" | "expired"}
+//   /admin/timers/…         the durable timers' dashboard (TimerKitDashboard; actions log in with
+//                           the token in $ORDER_SERVER_ADMIN_TOKEN, none without it)
 //
 // The order's row and its expiry timer are written by one transaction of the service's own SQLite
 // database: both or neither, whatever happens to the process. SIGTERM or SIGINT stops the HTTP
 // server and lets a running expiry finish (DurableTimersService's grace period) before it exits.
 import Foundation
 import GRDB
+import HTTPTypes
 import Hummingbird
 import Logging
 import ServiceLifecycle
+import TimerKitDashboard
 import TimerKitDurable
 import TimerKitServiceLifecycle
 
@@ -67,6 +71,29 @@ enum OrderServer {
             guard let status = try await database.read({ db in try String.fetchOne(db, sql: "SELECT status FROM orders WHERE id = ?", arguments: [id]) })
             else { throw HTTPError(.notFound) }
             return Order(id: id, status: status)
+        }
+
+        // The dashboard under /admin/timers: every GET, HEAD and POST below it, handed over as is.
+        let dashboard = DurableTimersDashboard(
+            timers: timers,
+            options: .init(
+                mountPath: "/admin/timers", token: ProcessInfo.processInfo.environment["ORDER_SERVER_ADMIN_TOKEN"], readRequiresLogin: false))
+        let mount = "/admin/timers"
+        @Sendable func admin(_ request: Request, _ context: BasicRequestContext) async throws -> Response {
+            var request = request
+            let body = try await request.collectBody(upTo: 65_536)
+            let below = String(request.uri.path.dropFirst(mount.count))
+            let answer = await dashboard.respond(
+                to: DashboardRequest(
+                    method: request.method.rawValue, target: (below.isEmpty ? "/" : below) + (request.uri.query.map { "?" + $0 } ?? ""),
+                    headers: request.headers.map { ($0.name.canonicalName, $0.value) }, body: Data(body.readableBytesView)))
+            var headers = HTTPFields()
+            for (name, value) in answer.headers { if let name = HTTPField.Name(name) { headers.append(HTTPField(name: name, value: value)) } }
+            return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
+        }
+        for method in [HTTPRequest.Method.get, .head, .post] {
+            router.on("admin/timers", method: method, use: admin)
+            router.on("admin/timers/**", method: method, use: admin)
         }
 
         let server = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)), logger: logger)
