@@ -488,7 +488,11 @@ class BrowserTest:
         row = self.wait(lambda d: self.row_with_key("cleanup/old"), "/orphans has no tr.timer[data-key=\"cleanup/old\"]")
         handler = row.find_elements(By.CSS_SELECTOR, "td.handler")
         handler_text = handler[0].text.strip() if handler else None
-        return f"orphans: cleanup/old ({handler_text}) listed; {self.shot('orphans.png')}"
+        # Only orphans: every other row's handler is run by a live instance of the fleet.
+        handlers = {cell.text.strip() for cell in self.driver.find_elements(By.CSS_SELECTOR, "table#timers tr.timer td.handler")}
+        if handlers != {"legacy.cleanup"}:
+            raise Failed(f"/orphans lists timers of handlers the fleet runs: {sorted(handlers)}")
+        return f"orphans: cleanup/old ({handler_text}) listed, and only legacy.cleanup's timers; {self.shot('orphans.png')}"
 
     def step10_without_javascript(self):
         driver = self.make_driver(javascript=False)

@@ -13,6 +13,10 @@ public struct DashboardRequest: Sendable {
     public var form: [String: String]
     /// The request's cookies.
     public var cookies: [String: String]
+    /// The `Host` header's host, without its port (`nil` without one): a dashboard open for
+    /// reading answers only to a loopback name, so that a page elsewhere cannot read it through
+    /// DNS rebinding.
+    public var host: String?
 
     /// Reads a request.
     ///
@@ -38,6 +42,14 @@ public struct DashboardRequest: Sendable {
             }
         }
         self.cookies = cookies
+        self.host = headers.first { $0.name.lowercased() == "host" }.map { Self.hostName($0.value) }
+    }
+
+    /// `localhost:8080` → `localhost`, `[::1]:8080` → `::1`.
+    private static func hostName(_ value: String) -> String {
+        let value = value.trimmingCharacters(in: .whitespaces).lowercased()
+        if value.hasPrefix("["), let close = value.firstIndex(of: "]") { return String(value[value.index(after: value.startIndex)..<close]) }
+        return String(value.prefix { $0 != ":" })
     }
 
     private static func firstValues(_ pairs: [(String, String)]) -> [String: String] {

@@ -43,12 +43,19 @@ public final class DurableTimersDashboard: Sendable {
         case ("GET", "/assets/dashboard.css"), ("HEAD", "/assets/dashboard.css"): return Assets.response(Assets.css, type: "text/css; charset=utf-8")
         case ("GET", "/assets/dashboard.js"), ("HEAD", "/assets/dashboard.js"): return Assets.response(Assets.script, type: "text/javascript; charset=utf-8")
         case ("GET", "/login"), ("HEAD", "/login"): return page.login(error: nil)
-        case ("POST", "/login"): return page.logIn()
+        case ("POST", "/login"): return await page.logIn()
         case ("POST", "/logout"): return page.logOut()
         default: break
         }
-        if options.readRequiresLogin && session == nil {
-            return page.redirect(to: "/login", query: [("next", request.path + Self.queryText(request.query))])
+        if session == nil {
+            if options.readRequiresLogin {
+                return page.redirect(to: "/login", query: [("next", request.path + Self.queryText(request.query))])
+            }
+            // Open for reading on loopback: only to a loopback name (a page elsewhere that rebinds
+            // its own name to 127.0.0.1 is refused).
+            guard let host = request.host, Self.isLoopback(host) else {
+                return page.plain(403, "Forbidden: this dashboard answers to a loopback name (localhost, 127.0.0.1, [::1]) until you log in")
+            }
         }
         do {
             switch (request.method, request.path) {
@@ -57,14 +64,24 @@ public final class DurableTimersDashboard: Sendable {
             case ("GET", "/parked"), ("HEAD", "/parked"): return try await page.list(preset: .parked)
             case ("GET", "/orphans"), ("HEAD", "/orphans"): return try await page.orphans()
             case ("GET", "/timer"), ("HEAD", "/timer"): return try await page.timer()
-            case ("GET", "/confirm"): return page.confirm()
+            case ("GET", "/confirm"), ("HEAD", "/confirm"): return page.confirm()
             case ("POST", let path) where path.hasPrefix("/actions/"): return try await page.act(String(path.dropFirst("/actions/".count)))
             case ("GET", _), ("HEAD", _): return page.notFound()
-            default: return page.plain(405, "Method not allowed")
+            default:
+                var response = page.plain(405, "Method not allowed")
+                response.headers.append(("Allow", "GET, HEAD, POST"))
+                return response
             }
         } catch {
             return page.failure(error)
         }
+    }
+
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        // 127.0.0.0/8, written as an address (not a name that starts with 127.).
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { part in UInt8(part) != nil } && parts[0] == "127"
     }
 
     static func queryText(_ query: [String: String]) -> String {

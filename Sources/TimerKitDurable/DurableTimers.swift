@@ -269,7 +269,7 @@ public final class DurableTimers: Sendable {
     // MARK: Plumbing
 
     /// The durable clock's reading, in nanoseconds since 1970.
-    func now() -> Int64 { runner.context.now() }
+    package func now() -> Int64 { runner.context.now() }
 
     func info(_ record: DurableTimerRecord) -> DurableTimerInfo {
         let interval: Duration? = if case .interval(let nanoseconds) = record.recurrence { .nanoseconds(nanoseconds) } else { nil }

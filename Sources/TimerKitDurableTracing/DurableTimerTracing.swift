@@ -20,10 +20,15 @@ import Tracing
 ///   propagator — W3C `traceparent` and `tracestate` with swift-otel's — and stored with the
 ///   timer (every timer of a batch), in the same write.
 /// - **Run**: a span `fire <handler>` (kind `consumer`) around the handler, current while it
-///   runs, so that the handler's own spans are its children. A one-shot's run (each attempt of it)
-///   is a child of the schedule's span: the request's trace goes on. A repeating timer's run, and
-///   a run-now, starts a trace of its own with a link to the schedule's span — a daily timer
-///   scheduled once would otherwise grow one trace for ever.
+///   runs, so that the handler's own spans are its children. A one-shot's run (each attempt of it,
+///   and a `runNow(key:)` of it) is a child of the schedule's span: the request's trace goes on. A
+///   repeating timer's run, and a manual `fire(key:)` (which stands for no occurrence), starts a
+///   trace of its own with a link to the schedule's span — a daily timer scheduled once would
+///   otherwise grow one trace for ever.
+/// - **Timing**: a schedule's span ends when its write returns; inside an application's
+///   transaction that is before the commit, so a schedule the transaction then rolls back still
+///   shows as written. A handler that outlives its timeout and ignores the cancellation ends its
+///   span when it returns, as it returns.
 /// - **Failure**: a handler that throws (or times out) records the error and sets the span's
 ///   status to error; a schedule that fails records its ``DurableTimerError``.
 ///
@@ -64,7 +69,8 @@ public struct DurableTimerTracing: DurableTimerInstrumentation {
         // A one-shot continues the schedule's trace; a repeating timer's runs each start their own.
         let continues = !timer.repeats && !fire.isManual
         try await tracer.withSpan("fire \(timer.handler)", context: continues ? scheduled : .topLevel, ofKind: .consumer) { span in
-            if !continues && !traceContext.isEmpty { span.addLink(SpanLink(context: scheduled, attributes: [:])) }
+            // Linked only to a context the stored headers gave (none for headers that did not read).
+            if !continues && !scheduled.isEmpty { span.addLink(SpanLink(context: scheduled, attributes: [:])) }
             Self.describe(timer, in: span)
             span.attributes["timerkit.fire.attempt"] = fire.attempt
             span.attributes["timerkit.fire.sequence"] = Int(clamping: fire.sequence)

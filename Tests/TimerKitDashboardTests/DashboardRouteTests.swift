@@ -51,6 +51,8 @@ final class Fixture: Sendable {
     let folder: URL
     let timers: DurableTimers
     let scheduler: DurableTimers
+    /// The dashboard's own runner, as `timerkit durable serve` opens one: no handler, never run.
+    let viewer: DurableTimers
     let dashboard: DurableTimersDashboard
 
     init(_ store: Store, readRequiresLogin: Bool = false) async throws {
@@ -76,20 +78,30 @@ final class Fixture: Sendable {
         try await scheduler.schedule(key: "report/daily", every: .seconds(3_600), handler: "email.send", payload: Note(text: "report"))
         try await scheduler.schedule(key: "cleanup/old", at: Date(), handler: "legacy.cleanup", payload: Note(text: "old"))
         try await scheduler.schedule(key: "invoice/42", at: Date(), handler: "invoice.charge", payload: Note(text: "invoice 42"))
-        dashboard = DurableTimersDashboard(timers: timers, options: .init(token: Self.token, readRequiresLogin: readRequiresLogin, refreshInterval: nil))
+        viewer = try await store.open(folder, namespace: namespace, options: options)
+        dashboard = DurableTimersDashboard(timers: viewer, options: .init(token: Self.token, readRequiresLogin: readRequiresLogin, refreshInterval: nil))
         await timers.start()
         // Wait for the charge to fail and park (one attempt).
         let deadline = Date().addingTimeInterval(60)
         while try await timers.timer(key: "invoice/42")?.state != .failed, Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        try #require(try await timers.timer(key: "invoice/42")?.state == .failed, "invoice/42 did not park within a minute")
     }
 
-    func get(_ target: String, cookie: String? = nil) async -> (status: Int, text: String, headers: [String: String]) {
-        await send(DashboardRequest(method: "GET", target: target, headers: cookie.map { [("Cookie", $0)] } ?? []))
+    /// The headers of a browser on this machine: the loopback host, and the cookie if any.
+    static func headers(cookie: String?, host: String) -> [(name: String, value: String)] {
+        [("Host", host)] + (cookie.map { [("Cookie", $0)] } ?? [])
+    }
+
+    func get(_ target: String, cookie: String? = nil, host: String = "127.0.0.1:8080", method: String = "GET") async -> (
+        status: Int, text: String, headers: [String: String]
+    ) {
+        await send(DashboardRequest(method: method, target: target, headers: Self.headers(cookie: cookie, host: host)))
     }
 
     func post(_ target: String, _ form: [String: String], cookie: String? = nil) async -> (status: Int, text: String, headers: [String: String]) {
         let body = form.map { "\($0.key)=\($0.value.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
-        return await send(DashboardRequest(method: "POST", target: target, headers: cookie.map { [("Cookie", $0)] } ?? [], body: Data(body.utf8)))
+        return await send(
+            DashboardRequest(method: "POST", target: target, headers: Self.headers(cookie: cookie, host: "localhost:8080"), body: Data(body.utf8)))
     }
 
     private func send(_ request: DashboardRequest) async -> (status: Int, text: String, headers: [String: String]) {
@@ -113,6 +125,7 @@ final class Fixture: Sendable {
     func close() async {
         await timers.shutdown(gracePeriod: .zero)
         await scheduler.shutdown(gracePeriod: .zero)
+        await viewer.shutdown(gracePeriod: .zero)
         try? FileManager.default.removeItem(at: folder)
     }
 }
@@ -181,24 +194,39 @@ struct DashboardRouteTests {
         #expect(await fixture.get("/confirm?action=retry&key=invoice/42").status == 303, "a confirmation page sends to the login")
         #expect(await fixture.post("/login", ["token": "wrong"]).status == 401)
         let (cookie, csrf) = try await fixture.logIn()
-        #expect(await fixture.post("/actions/retry", ["key": "invoice/42", "csrf": (csrf.hasPrefix("0") ? "1" : "0") + csrf.dropFirst()], cookie: cookie).status == 403)
+        #expect(
+            await fixture.post("/actions/retry", ["key": "invoice/42", "csrf": (csrf.hasPrefix("0") ? "1" : "0") + csrf.dropFirst()], cookie: cookie).status
+                == 403)
         #expect(await fixture.post("/actions/retry", ["key": "invoice/42"], cookie: cookie).status == 403)
 
         let confirm = await fixture.get("/confirm?action=retry&key=invoice/42", cookie: cookie)
         #expect(confirm.status == 200 && confirm.text.contains("id=\"confirm\"") && confirm.text.contains("Retry the timer “invoice/42”"))
         let retried = await fixture.post("/actions/retry", ["key": "invoice/42", "csrf": csrf], cookie: cookie)
-        #expect(retried.status == 303 && retried.headers["Location"]?.hasPrefix("/timer?key=invoice/42&notice=Retried") == true)
+        #expect(retried.status == 303 && retried.headers["Location"]?.hasPrefix("/timer?key=invoice/42&notice=") == true)
+        let answered = await fixture.get(try #require(retried.headers["Location"]), cookie: cookie)
+        #expect(answered.text.contains("<div id=\"notice\" class=\"notice\" role=\"status\">Retried “invoice/42”"))
+        #expect(
+            !(await fixture.get(try #require(retried.headers["Location"])).text.contains("id=\"notice\"")),
+            "another browser (no session) sees no answer under the same address")
+        #expect(!(await fixture.get("/?notice=Session%20expired", cookie: cookie).text.contains("id=\"notice\"")), "a made-up notice shows nothing")
         let paused = await fixture.post("/actions/pause-handler", ["handler": "email.send", "csrf": csrf], cookie: cookie)
-        #expect(paused.status == 303 && paused.headers["Location"]?.contains("notice=Paused%20the%20handler") == true)
+        #expect(paused.status == 303 && paused.headers["Location"]?.hasPrefix("/?notice=") == true)
+        #expect(await fixture.get(try #require(paused.headers["Location"]), cookie: cookie).text.contains("Paused the handler “email.send”"))
         #expect(Self.keys(await fixture.get("/timers?status=paused&prefix=email/").text).count == 12)
         let resumed = await fixture.post("/actions/resume-handler", ["handler": "email.send", "csrf": csrf], cookie: cookie)
         let stillPaused = Self.keys(await fixture.get("/timers?status=paused").text)
         #expect(resumed.status == 303 && stillPaused.isEmpty)
         let cancelled = await fixture.post("/actions/cancel", ["key": "email/01", "csrf": csrf], cookie: cookie)
-        #expect(cancelled.headers["Location"]?.contains("notice=Cancelled") == true)
+        #expect(cancelled.headers["Location"]?.contains("notice=") == true)
         #expect(try await fixture.timers.timer(key: "email/01") == nil)
         let answer = await fixture.get(try #require(cancelled.headers["Location"]), cookie: cookie)
         #expect(answer.status == 404 && answer.text.contains("<div id=\"notice\" class=\"notice\" role=\"status\">Cancelled “email/01”.</div>"))
+
+        // Logging out takes the session's CSRF token too (another site's form cannot log one out).
+        #expect(await fixture.post("/logout", [:], cookie: cookie).status == 403)
+        let out = await fixture.post("/logout", ["csrf": csrf], cookie: cookie)
+        #expect(out.status == 303 && out.headers["Set-Cookie"]?.contains("Max-Age=0") == true)
+        #expect(await fixture.post("/actions/cancel", ["key": "email/02", "csrf": csrf], cookie: cookie).status == 403, "the session is gone")
         await fixture.close()
     }
 
@@ -208,33 +236,44 @@ struct DashboardRouteTests {
         let page = await fixture.get("/timers?status=parked")
         #expect(page.status == 303 && page.headers["Location"] == "/login?next=/timers%3Fstatus%3Dparked")
         #expect(await fixture.get("/assets/dashboard.css").status == 200)
-        for next in ["//evil.example/", "https://evil.example/", "/\\evil"] {
+        for next in ["//evil.example/", "https://evil.example/", "/\\evil", "/\t/evil.example", "/\n/evil.example", "/%09ok", "/ x"] {
             let login = await fixture.post("/login", ["token": Fixture.token, "next": next])
-            #expect(login.headers["Location"] == "/", "next \(next)")
+            #expect(login.headers["Location"] == (next == "/%09ok" ? "/%09ok" : "/"), "next \(next)")
         }
         let (cookie, _) = try await fixture.logIn()
         #expect(await fixture.get("/timers?status=parked", cookie: cookie).status == 200)
         await fixture.close()
     }
 
-    @Test("The orphans page lists the timers whose handler no live instance runs; an unknown page is 404 and another method 405", arguments: Store.allCases)
+    @Test(
+        "The orphans page lists the timers whose handler no live instance runs (as the instances recorded themselves, not the dashboard's runner); an unknown page is 404",
+        arguments: Store.allCases)
     func orphansAndErrors(store: Store) async throws {
         let fixture = try await Fixture(store)
         let orphans = await fixture.get("/orphans")
         #expect(orphans.status == 200 && Self.keys(orphans.text) == ["cleanup/old"])
         #expect(await fixture.get("/nowhere").status == 404)
-        #expect(await fixture.send(method: "DELETE", "/").status == 405)
+        #expect(!Self.keys(orphans.text).contains("email/01"), "a timer whose handler an instance runs is no orphan")
+        await fixture.close()
+    }
+
+    @Test(
+        "Open for reading on loopback, the dashboard answers only to a loopback name (DNS rebinding is refused); HEAD has the GET's length; another method is 405 with Allow"
+    )
+    func hostsAndMethods() async throws {
+        let fixture = try await Fixture(.sqlite)
+        for host in ["127.0.0.1:8080", "localhost", "[::1]:8080", "LOCALHOST:1"] { #expect(await fixture.get("/", host: host).status == 200, "\(host)") }
+        for host in ["evil.example:8080", "127.0.0.1.evil.example", ""] { #expect(await fixture.get("/", host: host).status == 403, "\(host)") }
+        let get = await fixture.get("/timers")
+        let head = await fixture.get("/timers", method: "HEAD")
+        #expect(head.status == 200 && head.text.count == get.text.count)
+        let response = await fixture.dashboard.respond(
+            to: DashboardRequest(method: "DELETE", target: "/", headers: Fixture.headers(cookie: nil, host: "localhost")))
+        #expect(response.status == 405 && response.headers.contains { $0.name == "Allow" && $0.value == "GET, HEAD, POST" })
         await fixture.close()
     }
 
     static func keys(_ page: String) -> [String] {
         page.matches(of: /<tr class="timer" data-key="([^"]*)">/).map { String($0.1) }
-    }
-}
-
-extension Fixture {
-    func send(method: String, _ target: String) async -> (status: Int, text: String, headers: [String: String]) {
-        let response = await dashboard.respond(to: DashboardRequest(method: method, target: target))
-        return (response.status, String(decoding: response.body, as: UTF8.self), [:])
     }
 }

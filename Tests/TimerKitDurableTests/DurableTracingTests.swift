@@ -159,6 +159,35 @@ struct DurableTracingTests {
         #expect(runs[1].status == nil && runs[1].errors.isEmpty)
     }
 
+    @Test(
+        "A replacing schedule stores its own context: the run continues the trace of the request that replaced the timer, not the first one's",
+        arguments: StoreKind.allCases)
+    func replacingScheduleCarriesItsContext(kind: StoreKind) async throws {
+        let traced = Traced()
+        let file = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: traced.options)
+        let log = FireLog()
+        try await timers.register("expire", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        await timers.start()
+        _ = try await traced.tracer.withSpan("first request") { _ in
+            try await timers.schedule(key: "order/9/expiry", at: at(5), handler: "expire", payload: Note(text: "first"))
+        }
+        _ = try await traced.tracer.withSpan("second request") { _ in
+            try await timers.schedule(key: "order/9/expiry", at: at(6), handler: "expire", payload: Note(text: "second"))
+        }
+        await virtual.advance(to: instant(6))
+        #expect(await eventually { log.count == 1 && traced.finished("fire expire").count == 1 })
+        await timers.shutdown()
+        await store.close()
+        let second = try #require(traced.finished("second request").first)
+        let schedules = traced.finished("schedule expire").filter { $0.traceID == second.traceID }
+        let run = try #require(traced.finished("fire expire").first)
+        #expect(schedules.count == 1 && run.traceID == second.traceID && run.parentSpanID == schedules.first?.spanID)
+        #expect(log.all.map(\.payload) == ["second"])
+    }
+
     @Test("A batch schedule is one span, whose context every timer of the batch carries into its run", arguments: StoreKind.allCases)
     func batch(kind: StoreKind) async throws {
         let traced = Traced()
@@ -233,7 +262,9 @@ struct DurableTracingTests {
         for (index, _) in damaged.enumerated() {
             try await timers.schedule(key: "t\(index)", at: at(Double(index + 1)), handler: "expire", payload: Note(text: "t\(index)"))
         }
-        let database = try DatabaseQueue(path: file.path)
+        var waiting = GRDB.Configuration()
+        waiting.busyMode = .timeout(60)
+        let database = try DatabaseQueue(path: file.path, configuration: waiting)
         try await database.write { db in
             for (index, value) in damaged.enumerated() {
                 try db.execute(sql: "UPDATE timerkit_timers SET trace_context = \(value) WHERE key = 't\(index)'")

@@ -17,7 +17,8 @@ extension Page {
         func question(key: String, handler: String) -> String {
             switch self {
             case .retry: "Retry the timer “\(key)” now, with its attempts cleared?"
-            case .fire: "Run the timer “\(key)” now (its next occurrence stays as it is)?"
+            case .fire:
+                "Run the timer “\(key)”'s next occurrence now, on an instance that has its handler? A one-shot then ends; a repeating timer goes on from the occurrence after."
             case .cancel: "Cancel the timer “\(key)”? It is removed, and a run under way is cancelled."
             case .pause: "Pause the timer “\(key)”? It does not run until it is resumed."
             case .resume: "Resume the timer “\(key)”?"
@@ -69,7 +70,8 @@ extension Page {
         } catch {
             (message, failed) = ("\(action.rawValue) failed: \(error)", true)
         }
-        return redirect(to: back.path, query: back.query + [("notice", message), ("failed", failed ? "1" : nil)])
+        let notice = dashboard.sessions.post(message, failed: failed, for: session)
+        return redirect(to: back.path, query: back.query + [("notice", notice)])
     }
 
     /// Carries out `action`; what happened, and whether it failed.
@@ -84,7 +86,8 @@ extension Page {
             }
         case .fire:
             return try await timers.runNow(key: key)
-                ? ("“\(key)” runs now, on an instance that has its handler.", false) : ("No timer “\(key)” to run.", true)
+                ? ("“\(key)” runs now, on an instance that has its handler.", false)
+                : ("“\(key)” was not run: it is gone, parked, paused, running or due already.", true)
         case .cancel:
             switch try await timers.cancel(key: key) {
             case .cancelled: return ("Cancelled “\(key)”.", false)
@@ -92,9 +95,11 @@ extension Page {
             case .notFound: return ("No timer “\(key)” to cancel.", true)
             }
         case .pause:
-            return try await timers.pause(key: key) ? ("Paused “\(key)”.", false) : ("“\(key)” was not paused: it is gone or paused already.", true)
+            return try await timers.pause(key: key) ? ("Paused “\(key)”.", false) : ("“\(key)” was not paused: no timer is stored under it.", true)
         case .resume:
-            return try await timers.resume(key: key) ? ("Resumed “\(key)”.", false) : ("“\(key)” was not paused.", true)
+            return try await timers.resume(key: key)
+                ? ("Resumed “\(key)”.", false)
+                : ("“\(key)” was not resumed: it is not paused itself (its handler or the namespace may be; resume those).", true)
         case .pauseHandler:
             let count = try await timers.pause(handler: handler)
             return ("Paused the handler “\(handler)”: \(count) timer(s) held, and those scheduled for it meanwhile are stored paused.", false)

@@ -23,8 +23,10 @@ extension Page {
         return response
     }
 
-    func logIn() -> DashboardResponse {
+    func logIn() async -> DashboardResponse {
         guard let token = options.token, let given = request.form["token"], Sessions.matches(given, token) else {
+            // A second per wrong token: guessing one is slow.
+            try? await Task.sleep(for: .seconds(1))
             return login(error: "That is not the dashboard's token.")
         }
         let session = dashboard.sessions.start()
@@ -36,7 +38,11 @@ extension Page {
     }
 
     func logOut() -> DashboardResponse {
-        if let session, let csrf = request.form["csrf"], Sessions.matches(csrf, session.csrf) { dashboard.sessions.end(session.id) }
+        // Only the dashboard's own form logs out: another site's cannot.
+        guard let session, let csrf = request.form["csrf"], Sessions.matches(csrf, session.csrf) else {
+            return plain(403, "Forbidden: log out from the dashboard's own form")
+        }
+        dashboard.sessions.end(session.id)
         return redirect(to: "/", headers: [("Set-Cookie", cookie("", maxAge: 0))])
     }
 
@@ -48,7 +54,13 @@ extension Page {
     /// A page of this dashboard to go to after logging in: a path starting with one `/` (never
     /// another site's address).
     private func safeNext(_ next: String?) -> String {
-        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"), !next.contains("\\"), !next.contains("\r"), !next.contains("\n") else { return "/" }
+        guard let next, next.hasPrefix("/"), !next.hasPrefix("//"),
+            next.unicodeScalars.allSatisfy({ Self.nextCharacters.contains($0) })
+        else { return "/" }
         return next
     }
+
+    /// What a page address may hold: no control characters (a browser drops a tab, which makes
+    /// `/\t/host` another site's `//host`), no backslash, no spaces.
+    private static let nextCharacters = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/_.~%?&=+-:,;@!$*()'")
 }

@@ -52,7 +52,7 @@ extension Page {
             <div class="cards">\(cards)</div>
             <section><h2>By handler</h2>
             <div class="table-wrap"><table id="handlers"><thead><tr><th scope="col">Handler</th>\
-            \(Self.statuses.map { HTML(stringLiteral: "<th scope=\"col\">\($0.rawValue)</th>") })\
+            \(Self.statuses.map { status -> HTML in "<th scope=\"col\">\(status.rawValue)</th>" })\
             <th scope="col">late</th><th scope="col" title="median / p99 over the last hour">lateness</th><th scope="col"></th></tr></thead>
             <tbody>\(rows.isEmpty ? HTML(raw: "<tr><td colspan=\"10\" class=\"empty\">No timers.</td></tr>") : rows.joined())</tbody></table></div>
             </section>

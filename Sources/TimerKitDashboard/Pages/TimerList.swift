@@ -40,18 +40,29 @@ extension Page {
             <label>Key prefix <input name="prefix" value="\(prefix ?? "")" autocomplete="off"></label>
             <button id="filter-button" type="submit">Filter</button>
             </form>
-            \(timerTable(page.timers, now: Date()))
+            \(timerTable(page.timers, now: storeNow))
             <p class="paging">\(paging)</p>
             """
         return document(title: title, body)
     }
 
     func orphans() async throws -> DashboardResponse {
-        let orphans = try await timers.orphans(limit: 500)
+        // The handlers the live instances run (as they recorded themselves), not this process's:
+        // `timerkit durable serve` runs none.
+        let now = storeNow
+        let instances = try await timers.instances()
+        let running = Set(instances.filter { $0.isAlive(at: now) }.flatMap(\.handlers))
+        let stats = try await timers.stats(lateBy: options.lateBy)
+        var orphans: [DurableTimerInfo] = []
+        for handler in stats.handlers.map(\.name) where !running.contains(handler) && orphans.count < 500 {
+            let page = try await timers.timers(
+                matching: DurableTimerQuery(statuses: [.scheduled, .due, .retrying], handler: handler, limit: 500 - orphans.count))
+            orphans += page.timers
+        }
         let body: HTML = """
             <h1>Orphans</h1>
-            <p class="meta">Timers whose handler no live instance has registered: nothing runs them until an instance with the handler starts.</p>
-            \(timerTable(orphans, now: Date()))
+            <p class="meta">Timers whose handler no live instance runs: nothing runs them until an instance with the handler starts.</p>
+            \(timerTable(orphans, now: now))
             """
         return document(title: "Orphans", body)
     }

@@ -6,6 +6,28 @@ import TimerKitDurable
 extension Page {
     func timer() async throws -> DashboardResponse {
         let key = request.query["key"] ?? ""
+        do {
+            return try await timer(key)
+        } catch let error as DurableTimerError {
+            // Gone between two reads (it ran, or was cancelled): as if it had been gone before.
+            guard case .notFound = error else { throw error }
+            return try await missing(key)
+        }
+    }
+
+    private func missing(_ key: String) async throws -> DashboardResponse {
+        var response = document(
+            title: "Not found",
+            """
+            <h1 id="timer-key">\(key)</h1>
+            <p id="not-found" class="meta">No timer is stored under this key: it completed (a one-shot is removed once it has run), was cancelled, or never existed.</p>
+            \(historySection(try await timers.history(key: key, limit: 20)))
+            """)
+        response.status = 404
+        return response
+    }
+
+    private func timer(_ key: String) async throws -> DashboardResponse {
         let diagnosis = try await timers.why(key: key)
         guard let timer = diagnosis.timer else {
             var response = document(
@@ -39,7 +61,7 @@ extension Page {
             ("Last error", "\(timer.lastError ?? "—")"),
             ("Claimed by", "\(timer.owner.map { "\($0) until \(timer.leaseUntil.map(DurableTimerText.instant) ?? "?")" } ?? "—")")
         ]
-        let why: [HTML] = diagnosis.description.split(separator: "\n").dropLast().map { "<li>\(String($0))</li>" }
+        let why: [HTML] = (diagnosis.sentences.dropFirst() + [diagnosis.lastRunSentence]).map { "<li>\($0)</li>" }
         let occurrences: [HTML] = plan.occurrences.map { date in
             "<tr><td>\(DurableTimerText.instant(date))</td><td>\(plan.timeZone.map { DurableTimerText.instant(date, in: $0) } ?? "")</td></tr>"
         }
@@ -52,7 +74,7 @@ extension Page {
             } ?? ""
         let actions: [HTML] = [
             status == "parked" || status == "retrying" ? action("retry", "Retry", [("key", key)]) : "",
-            action("fire", "Run now", [("key", key)]),
+            status == "scheduled" || status == "retrying" ? action("fire", "Run now", [("key", key)]) : "",
             status == "paused" ? action("resume", "Resume", [("key", key)]) : action("pause", "Pause", [("key", key)]),
             action("cancel", "Cancel", [("key", key)])
         ]
@@ -60,8 +82,8 @@ extension Page {
             <div class="heading"><h1 id="timer-key">\(key)</h1><div class="actions">\(actions)</div></div>
             <dl class="fields"><dt>Status</dt><dd id="status"><span class="badge \(status)">\(status)</span></dd>\
             \(fields.map { name, value -> HTML in "<dt>\(name)</dt><dd>\(value)</dd>" })</dl>
-            <section><h2>Why</h2><p id="why-text">\(diagnosis.description.split(separator: "\n").first.map(String.init) ?? "")</p>
-            <ul class="why">\(Array(why.dropFirst()))</ul></section>
+            <section><h2>Why</h2><p id="why-text">\(diagnosis.sentences.first ?? "")</p>
+            <ul class="why">\(why)</ul></section>
             <section><h2>Payload</h2><pre id="payload">\(shown)</pre>\(cut)</section>
             <section><h2>Next occurrences</h2>
             <div class="table-wrap"><table id="plan"><thead><tr><th scope="col">UTC</th><th scope="col">\(plan.timeZone?.identifier ?? "")</th></tr></thead>

@@ -11,6 +11,9 @@ struct Page {
     var timers: DurableTimers { dashboard.timers }
     var options: DurableTimersDashboard.Options { dashboard.options }
 
+    /// Now on the store's clock (the database's, for PostgreSQL), as the queries decide statuses.
+    var storeNow: Date { Date(nanosecondsSince1970: timers.now()) }
+
     /// A path under the mount point, with a query.
     func link(_ path: String, _ query: [(String, String?)] = []) -> String {
         let text = FormEncoding.query(query)
@@ -20,10 +23,10 @@ struct Page {
     /// A whole page: the navigation, the notice of the last action, `body` in `main`.
     func document(title: String, live: Bool = true, _ body: HTML) -> DashboardResponse {
         let refresh = live ? options.refreshInterval.map { Int($0.components.seconds) * 1_000 + Int($0.components.attoseconds / 1_000_000_000_000_000) } : nil
+        // An action's answer, kept by the session: a link cannot make the page say anything.
         let notice: HTML =
-            request.query["notice"].map { notice in
-                let failed = request.query["failed"] == "1"
-                return "<div id=\"notice\" class=\"notice\(failed ? " failed" : "")\" role=\"status\">\(notice)</div>"
+            request.query["notice"].flatMap { id in session.flatMap { dashboard.sessions.notice(id, for: $0) } }.map { notice in
+                "<div id=\"notice\" class=\"notice\(notice.failed ? " failed" : "")\" role=\"status\">\(notice.text)</div>"
             } ?? ""
         let account: HTML =
             session.map { session in
@@ -64,8 +67,10 @@ struct Page {
         return html(200, page)
     }
 
+    /// A page (its body kept for `HEAD` too, so that its length is the `GET`'s: the server leaves
+    /// the body out).
     func html(_ status: Int, _ page: HTML, headers: [(name: String, value: String)] = []) -> DashboardResponse {
-        let body = request.method == "HEAD" ? Data() : Data(page.text.utf8)
+        let body = Data(page.text.utf8)
         return DashboardResponse(status: status, headers: Self.securityHeaders + [("Content-Type", "text/html; charset=utf-8")] + headers, body: body)
     }
 

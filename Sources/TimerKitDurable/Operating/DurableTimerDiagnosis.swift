@@ -62,7 +62,12 @@ public struct DurableTimerDiagnosis: Sendable, Hashable, CustomStringConvertible
 
     /// The findings as sentences, one per line, and the last run.
     public var description: String {
-        var lines = reasons.map { reason -> String in
+        (sentences + [lastRunSentence]).joined(separator: "\n")
+    }
+
+    /// Each reason as a sentence (for the dashboard, which lists them).
+    package var sentences: [String] {
+        reasons.map { reason -> String in
             switch reason {
             case .notFound:
                 return "no timer is stored under '\(key)'"
@@ -92,14 +97,13 @@ public struct DurableTimerDiagnosis: Sendable, Hashable, CustomStringConvertible
                 return "the store's clock is \(DurableTimerText.duration(offset)) off this host's; times here are the store's"
             }
         }
-        if let lastRun {
-            lines.append(
-                "last run: \(lastRun.outcome.rawValue) at \(DurableTimerText.instant(lastRun.started)) (\(DurableTimerText.duration(lastRun.lateness)) late, "
-                    + "took \(DurableTimerText.duration(lastRun.duration)), attempt \(lastRun.attempt), instance \(lastRun.instance))"
-                    + (lastRun.error.map { ": \($0)" } ?? ""))
-        } else {
-            lines.append("last run: none recorded")
-        }
-        return lines.joined(separator: "\n")
+    }
+
+    /// The last run as a sentence.
+    package var lastRunSentence: String {
+        guard let lastRun else { return "last run: none recorded" }
+        return "last run: \(lastRun.outcome.rawValue) at \(DurableTimerText.instant(lastRun.started)) (\(DurableTimerText.duration(lastRun.lateness)) late, "
+            + "took \(DurableTimerText.duration(lastRun.duration)), attempt \(lastRun.attempt), instance \(lastRun.instance))"
+            + (lastRun.error.map { ": \($0)" } ?? "")
     }
 }

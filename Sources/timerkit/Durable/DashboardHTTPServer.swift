@@ -22,6 +22,10 @@ struct DashboardHTTPServer {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .bind(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // A connection silent for a minute is closed (a client that sends a request a
+                    // byte at a time holds nothing for long).
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(readTimeout: .seconds(60)))
+                    try channel.pipeline.syncOperations.addHandler(CloseWhenIdle())
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     return try Connection(wrappingChannelSynchronously: channel)
                 }
@@ -41,20 +45,28 @@ struct DashboardHTTPServer {
             try await connection.executeThenClose { inbound, outbound in
                 var head: HTTPRequestHead?
                 var body = ByteBuffer()
-                var tooLarge = false
                 for try await part in inbound {
                     switch part {
                     case .head(let requestHead):
+                        if let length = requestHead.headers.first(name: "Content-Length").flatMap(Int.init), length > Self.maximumBody {
+                            try await write(Self.tooLarge, for: requestHead, to: outbound, closing: true)
+                            return
+                        }
                         head = requestHead
                         body.clear()
-                        tooLarge = false
                     case .body(var chunk):
-                        if body.readableBytes + chunk.readableBytes > Self.maximumBody { tooLarge = true } else { body.writeBuffer(&chunk) }
+                        guard let requestHead = head else { continue }
+                        if body.readableBytes + chunk.readableBytes > Self.maximumBody {
+                            // Answered at once, and the connection closed: the rest is not read.
+                            try await write(Self.tooLarge, for: requestHead, to: outbound, closing: true)
+                            return
+                        }
+                        body.writeBuffer(&chunk)
                     case .end:
                         guard let requestHead = head else { continue }
                         let response: DashboardResponse
-                        if tooLarge {
-                            response = DashboardResponse(status: 413, headers: [("Content-Type", "text/plain")], body: Data("Request body too large\n".utf8))
+                        if let length = requestHead.headers.first(name: "Content-Length").flatMap(Int.init), length > Self.maximumBody {
+                            response = Self.tooLarge
                         } else {
                             let request = DashboardRequest(
                                 method: requestHead.method.rawValue, target: requestHead.uri, headers: requestHead.headers.map { ($0.name, $0.value) },
@@ -72,16 +84,32 @@ struct DashboardHTTPServer {
         }
     }
 
-    private func write(_ response: DashboardResponse, for request: HTTPRequestHead, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>)
-        async throws
-    {
+    static let tooLarge = DashboardResponse(status: 413, headers: [("Content-Type", "text/plain")], body: Data("Request body too large\n".utf8))
+
+    private func write(
+        _ response: DashboardResponse, for request: HTTPRequestHead, to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>,
+        closing: Bool = false
+    ) async throws {
         var headers = HTTPHeaders(response.headers.map { ($0.name, $0.value) })
         headers.replaceOrAdd(name: "Content-Length", value: String(response.body.count))
-        if !request.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
+        if closing || !request.isKeepAlive { headers.replaceOrAdd(name: "Connection", value: "close") }
         let head = HTTPResponseHead(version: request.version, status: HTTPResponseStatus(statusCode: response.status), headers: headers)
         try await outbound.write(.head(head))
-        if !response.body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body)))) }
+        // A HEAD's answer has the GET's length and no body.
+        if !response.body.isEmpty && request.method != .HEAD { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: response.body)))) }
         try await outbound.write(.end(nil))
+    }
+}
+/// Closes a connection when its ``IdleStateHandler`` says it has been silent too long.
+private final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = NIOAny
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
     }
 }
 #endif

@@ -82,6 +82,7 @@ struct DurableServeCommand: DurableSubcommand {
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return host == "localhost" || host == "::1" || (parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127")
     }
 }

@@ -86,7 +86,8 @@ enum OrderServer {
             let answer = await dashboard.respond(
                 to: DashboardRequest(
                     method: request.method.rawValue, target: (below.isEmpty ? "/" : below) + (request.uri.query.map { "?" + $0 } ?? ""),
-                    headers: request.headers.map { ($0.name.canonicalName, $0.value) }, body: Data(body.readableBytesView)))
+                    headers: request.headers.map { ($0.name.canonicalName, $0.value) } + [("Host", request.head.authority ?? "")],
+                    body: Data(body.readableBytesView)))
             var headers = HTTPFields()
             for (name, value) in answer.headers { if let name = HTTPField.Name(name) { headers.append(HTTPField(name: name, value: value)) } }
             return Response(status: .init(code: answer.status), headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
