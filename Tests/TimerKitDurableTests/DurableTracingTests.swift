@@ -91,12 +91,11 @@ struct DurableTracingTests {
         }
         for round in 1...3 {
             await virtual.advance(to: instant(Double(10 * round)))
-            // The next occurrence is written by the run's end: moving the clock before it would
-            // pass a deadline the runner has not armed yet.
+            // The next occurrence is armed once the run's end is written: moving the clock before
+            // it is would pass a deadline the runner has not armed yet.
             #expect(
-                try await eventually {
-                    guard log.count == round, traced.finished("fire report").count == round else { return false }
-                    return try await timers.timer(key: "report")?.nextDeadline == at(Double(10 * round + 10))
+                await eventually {
+                    log.count == round && traced.finished("fire report").count == round && timers.armedAt("report") == at(Double(10 * round + 10))
                 })
         }
         await timers.shutdown()
@@ -136,12 +135,8 @@ struct DurableTracingTests {
             }
         }
         await virtual.advance(to: instant(5))
-        // The retry is written by the failed run's end: the clock moves once it is.
-        #expect(
-            try await eventually {
-                guard traced.finished("fire charge").count == 1 else { return false }
-                return try await timers.timer(key: "charge/7")?.lastError != nil
-            })
+        // The retry is armed once the failed run's end is written: the clock moves once it is.
+        #expect(await eventually { traced.finished("fire charge").count == 1 && timers.armedAt("charge/7") == at(6) })
         await virtual.advance(to: instant(6))  // the retry, one second later
         #expect(await eventually { log.count == 2 && traced.finished("fire charge").count == 2 })
         await timers.shutdown()
