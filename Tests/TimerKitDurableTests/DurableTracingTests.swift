@@ -23,10 +23,40 @@ struct DurableTracingTests {
 
         func finished(_ name: String) -> [FinishedInMemorySpan] { tracer.finishedSpans.filter { $0.operationName == name } }
 
+        /// A started runner on a fresh store of `kind` (the virtual clock), tracing with this
+        /// tracer, its handler `handler` logging each run (and throwing what `fails` says).
+        func runner(_ kind: StoreKind, handler: String, fails: @escaping @Sendable (DurableFire) -> (any Error)? = { _ in nil }) async throws -> Runner {
+            let file = try TemporaryDatabase()
+            let virtual = makeVirtualClock()
+            let (store, namespace) = try await kind.makeStore(file: file)
+            let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: options)
+            let log = FireLog()
+            try await timers.register(handler, payload: Note.self) { note, fire in
+                log.append(note.text, fire)
+                if let error = fails(fire) { throw error }
+            }
+            await timers.start()
+            return Runner(file: file, virtual: virtual, store: store, timers: timers, log: log)
+        }
+
         /// Runs `body` inside a request's span, as a server's handler would be.
         @discardableResult
         func inRequest<T>(_ body: () async throws -> T) async rethrows -> T {
             try await tracer.withSpan("POST /orders", ofKind: .server) { _ in try await body() }
+        }
+    }
+
+    /// A runner of ``Traced/runner(_:handler:fails:)``.
+    struct Runner {
+        let file: TemporaryDatabase
+        let virtual: VirtualClock
+        let store: any DurableTimerStore
+        let timers: DurableTimers
+        let log: FireLog
+
+        func close() async {
+            await timers.shutdown()
+            await store.close()
         }
     }
 
@@ -79,13 +109,8 @@ struct DurableTracingTests {
         arguments: StoreKind.allCases)
     func repeatingRunsLinkToTheSchedule(kind: StoreKind) async throws {
         let traced = Traced()
-        let file = try TemporaryDatabase()
-        let virtual = makeVirtualClock()
-        let (store, namespace) = try await kind.makeStore(file: file)
-        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: traced.options)
-        let log = FireLog()
-        try await timers.register("report", payload: Note.self) { note, fire in log.append(note.text, fire) }
-        await timers.start()
+        let runner = try await traced.runner(kind, handler: "report")
+        let (timers, virtual, log) = (runner.timers, runner.virtual, runner.log)
         try await traced.inRequest {
             try await timers.schedule(key: "report", every: .seconds(10), first: at(10), handler: "report", payload: Note(text: "report"))
         }
@@ -98,8 +123,7 @@ struct DurableTracingTests {
                     log.count == round && traced.finished("fire report").count == round && timers.armedAt("report") == at(Double(10 * round + 10))
                 })
         }
-        await timers.shutdown()
-        await store.close()
+        await runner.close()
 
         let schedule = try #require(traced.finished("schedule report").first)
         let runs = traced.finished("fire report")
@@ -118,16 +142,8 @@ struct DurableTracingTests {
     func failures(kind: StoreKind) async throws {
         struct Declined: Error {}
         let traced = Traced()
-        let file = try TemporaryDatabase()
-        let virtual = makeVirtualClock()
-        let (store, namespace) = try await kind.makeStore(file: file)
-        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: traced.options)
-        let log = FireLog()
-        try await timers.register("charge", payload: Note.self) { note, fire in
-            log.append(note.text, fire)
-            if fire.attempt == 1 { throw Declined() }
-        }
-        await timers.start()
+        let runner = try await traced.runner(kind, handler: "charge") { fire in fire.attempt == 1 ? Declined() : nil }
+        let (timers, virtual, log) = (runner.timers, runner.virtual, runner.log)
         try await traced.inRequest {
             try await timers.schedule(key: "charge/7", at: at(5), handler: "charge", payload: Note(text: "charge"))
             await #expect(throws: DurableTimerError.keyInUse("charge/7")) {
@@ -139,8 +155,7 @@ struct DurableTracingTests {
         #expect(await eventually { traced.finished("fire charge").count == 1 && timers.armedAt("charge/7") == at(6) })
         await virtual.advance(to: instant(6))  // the retry, one second later
         #expect(await eventually { log.count == 2 && traced.finished("fire charge").count == 2 })
-        await timers.shutdown()
-        await store.close()
+        await runner.close()
 
         let schedules = traced.finished("schedule charge")
         #expect(schedules.count == 2)
@@ -159,13 +174,8 @@ struct DurableTracingTests {
         arguments: StoreKind.allCases)
     func replacingScheduleCarriesItsContext(kind: StoreKind) async throws {
         let traced = Traced()
-        let file = try TemporaryDatabase()
-        let virtual = makeVirtualClock()
-        let (store, namespace) = try await kind.makeStore(file: file)
-        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: traced.options)
-        let log = FireLog()
-        try await timers.register("expire", payload: Note.self) { note, fire in log.append(note.text, fire) }
-        await timers.start()
+        let runner = try await traced.runner(kind, handler: "expire")
+        let (timers, virtual, log) = (runner.timers, runner.virtual, runner.log)
         _ = try await traced.tracer.withSpan("first request") { _ in
             try await timers.schedule(key: "order/9/expiry", at: at(5), handler: "expire", payload: Note(text: "first"))
         }
@@ -174,8 +184,7 @@ struct DurableTracingTests {
         }
         await virtual.advance(to: instant(6))
         #expect(await eventually { log.count == 1 && traced.finished("fire expire").count == 1 })
-        await timers.shutdown()
-        await store.close()
+        await runner.close()
         let second = try #require(traced.finished("second request").first)
         let schedules = traced.finished("schedule expire").filter { $0.traceID == second.traceID }
         let run = try #require(traced.finished("fire expire").first)
@@ -186,19 +195,13 @@ struct DurableTracingTests {
     @Test("A batch schedule is one span, whose context every timer of the batch carries into its run", arguments: StoreKind.allCases)
     func batch(kind: StoreKind) async throws {
         let traced = Traced()
-        let file = try TemporaryDatabase()
-        let virtual = makeVirtualClock()
-        let (store, namespace) = try await kind.makeStore(file: file)
-        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: traced.options)
-        let log = FireLog()
-        try await timers.register("remind", payload: Note.self) { note, fire in log.append(note.text, fire) }
-        await timers.start()
+        let runner = try await traced.runner(kind, handler: "remind")
+        let (timers, virtual, log) = (runner.timers, runner.virtual, runner.log)
         let batch = (1...5).map { (key: "remind/\($0)", at: at(Double($0)), payload: Note(text: "\($0)")) }
         try await traced.inRequest { try await timers.schedule(batch, handler: "remind") }
         await virtual.advance(to: instant(5))
         #expect(await eventually { log.count == 5 && traced.finished("fire remind").count == 5 })
-        await timers.shutdown()
-        await store.close()
+        await runner.close()
 
         let schedule = try #require(traced.finished("schedule remind").first)
         #expect(traced.finished("schedule remind").count == 1 && schedule.attributes.get("timerkit.schedule.count") == .int64(5))

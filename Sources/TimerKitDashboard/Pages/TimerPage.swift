@@ -29,17 +29,7 @@ extension Page {
 
     private func timer(_ key: String) async throws -> DashboardResponse {
         let diagnosis = try await timers.why(key: key)
-        guard let timer = diagnosis.timer else {
-            var response = document(
-                title: "Not found",
-                """
-                <h1 id="timer-key">\(key)</h1>
-                <p id="not-found" class="meta">No timer is stored under this key: it completed (a one-shot is removed once it has run), was cancelled, or never existed.</p>
-                \(historySection(try await timers.history(key: key, limit: 20)))
-                """)
-            response.status = 404
-            return response
-        }
+        guard let timer = diagnosis.timer else { return try await missing(key) }
         let now = diagnosis.checkedAt
         let status = timer.status(at: now).rawValue
         let plan = try await timers.plan(key: key, count: 10, outage: .seconds(3_600))
