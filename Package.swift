@@ -21,6 +21,8 @@ let withPostgres = ProcessInfo.processInfo.environment["TIMERKIT_WITHOUT_POSTGRE
 //   TimerKitDurable runs.
 // - TimerKitDurableTracing (spans for durable timers, swift-distributed-tracing): where
 //   TimerKitDurable runs.
+// - TimerKitDashboard (the web dashboard of durable timers, for any HTTP server): where
+//   TimerKitDurable runs; `timerkit durable serve` carries it on SwiftNIO (Linux and macOS).
 // - timerkit, the command-line tool: Linux and macOS only; it starts commands as child processes,
 //   which iOS, tvOS, watchOS and visionOS do not allow (there it refuses to start one).
 //
