@@ -86,8 +86,7 @@ struct DurableTracingTests {
             traced.tracer.withSpan("charge card") { _ in }
         }
         await runner.start()
-        await virtual.advance(by: .seconds(5))
-        #expect(await eventually { log.count == 1 && traced.finished("charge card").count == 1 })
+        #expect(await virtual.reach(5) { log.count == 1 && traced.finished("charge card").count == 1 })
         await runner.shutdown()
         await reopened.close()
 
@@ -115,13 +114,7 @@ struct DurableTracingTests {
             try await timers.schedule(key: "report", every: .seconds(10), first: at(10), handler: "report", payload: Note(text: "report"))
         }
         for round in 1...3 {
-            await virtual.advance(to: instant(Double(10 * round)))
-            // The next occurrence is armed once the run's end is written: moving the clock before
-            // it is would pass a deadline the runner has not armed yet.
-            #expect(
-                await eventually {
-                    log.count == round && traced.finished("fire report").count == round && timers.armedAt("report") == at(Double(10 * round + 10))
-                })
+            #expect(await virtual.reach(Double(10 * round)) { log.count == round && traced.finished("fire report").count == round })
         }
         await runner.close()
 
@@ -150,11 +143,8 @@ struct DurableTracingTests {
                 try await timers.schedule(key: "charge/7", at: at(6), handler: "charge", payload: Note(text: "again"), ifExists: .fail)
             }
         }
-        await virtual.advance(to: instant(5))
-        // The retry is armed once the failed run's end is written: the clock moves once it is.
-        #expect(await eventually { traced.finished("fire charge").count == 1 && timers.armedAt("charge/7") == at(6) })
-        await virtual.advance(to: instant(6))  // the retry, one second later
-        #expect(await eventually { log.count == 2 && traced.finished("fire charge").count == 2 })
+        #expect(await virtual.reach(5) { traced.finished("fire charge").count == 1 })
+        #expect(await virtual.reach(6) { log.count == 2 && traced.finished("fire charge").count == 2 }, "the retry, one second later")
         await runner.close()
 
         let schedules = traced.finished("schedule charge")
@@ -182,8 +172,7 @@ struct DurableTracingTests {
         _ = try await traced.tracer.withSpan("second request") { _ in
             try await timers.schedule(key: "order/9/expiry", at: at(6), handler: "expire", payload: Note(text: "second"))
         }
-        await virtual.advance(to: instant(6))
-        #expect(await eventually { log.count == 1 && traced.finished("fire expire").count == 1 })
+        #expect(await virtual.reach(6) { log.count == 1 && traced.finished("fire expire").count == 1 })
         await runner.close()
         let second = try #require(traced.finished("second request").first)
         let schedules = traced.finished("schedule expire").filter { $0.traceID == second.traceID }
@@ -199,8 +188,7 @@ struct DurableTracingTests {
         let (timers, virtual, log) = (runner.timers, runner.virtual, runner.log)
         let batch = (1...5).map { (key: "remind/\($0)", at: at(Double($0)), payload: Note(text: "\($0)")) }
         try await traced.inRequest { try await timers.schedule(batch, handler: "remind") }
-        await virtual.advance(to: instant(5))
-        #expect(await eventually { log.count == 5 && traced.finished("fire remind").count == 5 })
+        #expect(await virtual.reach(5) { log.count == 5 && traced.finished("fire remind").count == 5 })
         await runner.close()
 
         let schedule = try #require(traced.finished("schedule remind").first)
@@ -227,8 +215,7 @@ struct DurableTracingTests {
                 try timers.schedule(key: "order/2/expiry", at: at(3), handler: "expire", payload: Note(text: "order 2"), in: db)
             }
         }
-        await virtual.advance(to: instant(3))
-        #expect(await eventually { log.count == 1 && traced.finished("fire expire").count == 1 })
+        #expect(await virtual.reach(3) { log.count == 1 && traced.finished("fire expire").count == 1 })
         await timers.shutdown()
         let request = try #require(traced.finished("POST /orders").first)
         let schedule = try #require(traced.finished("schedule expire").first)
@@ -269,8 +256,7 @@ struct DurableTracingTests {
             }
         }
         await timers.start()
-        await virtual.advance(to: instant(Double(damaged.count)))
-        #expect(await eventually { log.count == damaged.count && traced.finished("fire expire").count == damaged.count })
+        #expect(await virtual.reach(Double(damaged.count)) { log.count == damaged.count && traced.finished("fire expire").count == damaged.count })
         await timers.shutdown()
         #expect(traced.finished("fire expire").allSatisfy { $0.parentSpanID == nil && $0.links.isEmpty && $0.status == nil })
         #expect(Set(log.all.map(\.payload)) == Set(damaged.indices.map { "t\($0)" }))
@@ -299,15 +285,25 @@ struct DurableTracingTests {
         try await timers.register("expire", payload: Note.self) { note, fire in log.append(note.text, fire) }
         await timers.start()
         try await traced.inRequest { try await timers.schedule(key: "big", at: at(1), handler: "expire", payload: Note(text: "big")) }
-        await virtual.advance(to: instant(1))
-        #expect(await eventually { log.count == 1 && traced.finished("fire expire").count == 1 })
+        #expect(await virtual.reach(1) { log.count == 1 && traced.finished("fire expire").count == 1 })
         await timers.shutdown()
         #expect(traced.finished("fire expire").first?.parentSpanID == nil)
     }
 }
 
-/// The virtual clock's instant `seconds` after the tests' epoch.
-private func instant(_ seconds: Double) -> TimerInstant { TimerInstant(kind: .virtual, nanoseconds: epoch + Int64(seconds * 1e9)) }
+extension VirtualClock {
+    /// Moves the clock to `seconds` after the tests' epoch, again and again (at most a minute) until
+    /// `condition` holds: what the runner arms after the clock got there — a next occurrence or a
+    /// retry armed once its run's end is written, off the clock's executor — runs at the next
+    /// nudge, at the same instant, never later.
+    func reach(_ seconds: Double, until condition: () -> Bool) async -> Bool {
+        let target = TimerInstant(kind: .virtual, nanoseconds: epoch + Int64(seconds * 1e9))
+        return await eventually {
+            await advance(to: target)
+            return condition()
+        }
+    }
+}
 
 extension StoreKind {
     /// A second store on what ``makeStore(file:)`` made: the same file, or the same server.
