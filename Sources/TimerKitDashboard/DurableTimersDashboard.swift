@@ -77,7 +77,9 @@ public final class DurableTimersDashboard: Sendable {
         }
     }
 
-    static func isLoopback(_ host: String) -> Bool {
+    /// Whether `host` (a `Host` header's name, or an address to listen on, without brackets or
+    /// port) names this machine's loopback: `localhost` (and its subdomains), `::1`, 127.0.0.0/8.
+    package static func isLoopback(_ host: String) -> Bool {
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
         // 127.0.0.0/8, written as an address (not a name that starts with 127.).
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)

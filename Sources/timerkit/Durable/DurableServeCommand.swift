@@ -51,7 +51,7 @@ struct DurableServeCommand: DurableSubcommand {
         let given = token ?? ProcessInfo.processInfo.environment["TIMERKIT_DASHBOARD_TOKEN"].flatMap { $0.isEmpty ? nil : $0 }
         let token = given ?? Self.newToken()
         if given == nil { Output.error("timerkit durable serve: log in with the token \(token)") }
-        let loopback = Self.isLoopback(host)
+        let loopback = DurableTimersDashboard.isLoopback(host)
         let dashboard = DurableTimersDashboard(
             timers: timers, options: .init(token: token, readRequiresLogin: readLogin || !loopback, secureCookie: secureCookie))
         #if canImport(NIOHTTP1)
@@ -79,10 +79,5 @@ struct DurableServeCommand: DurableSubcommand {
         let alphabet = Array("abcdefghjkmnpqrstuvwxyz23456789")
         var generator = SystemRandomNumberGenerator()
         return String((0..<20).map { _ in alphabet[Int.random(in: 0..<alphabet.count, using: &generator)] })
-    }
-
-    static func isLoopback(_ host: String) -> Bool {
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return host == "localhost" || host == "::1" || (parts.count == 4 && parts.allSatisfy { UInt8($0) != nil } && parts[0] == "127")
     }
 }
