@@ -196,12 +196,19 @@ struct FleetTests {
     func instanceFrozen() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
-        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "600"] + (name == "a" ? ["--slow-ms", "300"] : [])) }
+        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "600"] + (name == "a" ? ["--slow-ms", "2000"] : [])) }
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(300, from: Date().addingTimeInterval(1), over: .milliseconds(500))
-        // "a" works 300 ms per timer: frozen as soon as it has started one, it holds claims.
+        // "a" works 2 s per timer (renewing its 600 ms lease meanwhile): frozen while a run it has
+        // started has not ended, it holds claims. (With 300 ms of work, a loaded machine once saw
+        // the start only after the run and the namespace's other timers were done: nothing held.)
         let end = ContinuousClock.now + .seconds(30)
-        while !Log(path: fleet.log).starts.contains(where: { $0.instance == "a" }), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
+        func underWay() -> Bool {
+            let log = Log(path: fleet.log)
+            let ended = Set(log.done.filter { $0.instance == "a" }.map(\.key))
+            return log.starts.contains { $0.instance == "a" && !ended.contains($0.key) }
+        }
+        while !underWay(), ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(5)) }
         fleet.signal("a", SIGSTOP)
         try await Task.sleep(for: .seconds(3))
         fleet.signal("a", SIGCONT)
