@@ -312,11 +312,13 @@ struct CommandLineToolTests {
     @Test("timeout: a command still running at the limit gets TERM and timerkit exits 124, never before the limit; one that ends first gives its own status")
     func timeoutLimits() async throws {
         let limited = try await ToolRunner.run(["timeout", "300ms", "--", "sleep", "20"])
+        // 124 says the limit ended it (run to its end, `sleep 20` would give 0); no upper bound on
+        // the time: under load a spawn alone once took more than the 15 s this test allowed.
         #expect(limited.status == 124, "\(limited.error)")
-        #expect(limited.seconds >= 0.3 && limited.seconds < 15)
+        #expect(limited.seconds >= 0.3)
         let quick = try await ToolRunner.run(["timeout", "20s", "--", "sh", "-c", "echo ran; exit 3"])
+        // Its own status, not 124: it ended before the limit.
         #expect(quick.status == 3 && quick.output == "ran\n")
-        #expect(quick.seconds < 15)
         let missing = try await ToolRunner.run(["timeout", "1s", "--", "no-such-command-timerkit"])
         #expect(missing.status == 127 && missing.error.contains("command not found"))
     }
