@@ -60,6 +60,10 @@ final class Fixture: Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         var options = DurableTimers.Options()
         options.onError = { _ in }
+        // A timeout for a loaded machine, as a deployment on one would set: the suite runs beside
+        // busy loops on every core, with the server on the same two cores, where opening a store
+        // once took longer than the default 5 s (a slow server, not an unreachable one).
+        options.busyTimeout = .seconds(60)
         let namespace = "dashboard-\(UUID().uuidString)"
         timers = try await store.open(folder, namespace: namespace, options: options)
         struct Declined: Error, CustomStringConvertible { var description: String { "card declined" } }

@@ -56,12 +56,8 @@ extension PostgresTimerStore {
                 // The body still holds the connection: closed now, on its event loop (a body that
                 // ends meanwhile closes it itself before the pool gets it back, below).
                 if let connection { Self.closeNow(connection) }
-                let reason =
-                    if !opened.isOpen, let failure = openingFailure.withLock({ $0 }) {
-                        "the database has not answered since the store was made (\(failure))"
-                    } else {
-                        "no answer within \(timeout)"
-                    }
+                let reason = Self.timeoutReason(
+                    timeout, connected: connection != nil, opening: opening || opened.isOpen ? nil : openingFailure.withLock({ $0 }))
                 continuation.resume(returning: .failure(.unreachable(reason: reason)))
             }
             let task = Task {
@@ -91,6 +87,21 @@ extension PostgresTimerStore {
             work.withLock { $0.task = task }
         }
         return try result.get()
+    }
+
+    /// What a call that ran out of time says happened: still waiting for the store's opening (and
+    /// why its last try failed), connected but unanswered (a slow server, or a statement waiting
+    /// for a lock), or never connected — never "unreachable" for a server that answers slowly.
+    static func timeoutReason(_ timeout: Duration, connected: Bool, opening failure: DurableTimerError?) -> String {
+        if let failure {
+            let last =
+                if case .unreachable(let reason) = failure { reason } else { failure.description }
+            return "the store is still opening: its schema check and clock reading have not succeeded within \(timeout) (its last try: \(last))"
+        }
+        if connected {
+            return "connected, but no answer within \(timeout): the server is slow or overloaded, or the statement waits for a lock another session holds"
+        }
+        return "no connection within \(timeout): the server does not accept connections in time, or every connection of the pool is busy"
     }
 
     /// A call under way: its task, the connection its body holds, and whether its time ran out.

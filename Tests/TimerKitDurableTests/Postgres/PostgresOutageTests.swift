@@ -40,7 +40,7 @@ extension FleetTests {
                 try await late.schedule(key: "mine", after: .seconds(60), handler: "note", payload: Note(text: "x"))
             } throws: { error in
                 guard case DurableTimerError.unreachable(let reason) = error else { return false }
-                return reason.contains("has not answered since the store was made")
+                return reason.contains("the store is still opening")
             }
             let runner = Task { await late.run() }
             let writer = try await DurableTimers(postgres: try TestServer.configuration(), namespace: namespace, options: serverOptions())
