@@ -29,20 +29,17 @@ struct DurableHandlerPolicyTests {
         for handler in ["strict", "patient", "default"] {
             try await timers.schedule(key: handler, at: at(1), handler: handler, payload: Note(text: handler))
         }
-        await virtual.advance(by: .seconds(1))
-        #expect(try await eventually { try await timers.timer(key: "strict")?.state == .failed }, "parked after its only attempt")
-        #expect(try await eventually { try await timers.timer(key: "patient")?.lastError != nil })
+        // Each step reaches its instant (the clock nudged there until the condition holds): a retry
+        // the runner arms after the clock got there runs at the next nudge.
+        #expect(try await virtual.reach(1) { try await timers.timer(key: "strict")?.state == .failed }, "parked after its only attempt")
+        #expect(try await virtual.reach(1) { try await timers.timer(key: "patient")?.lastError != nil })
         #expect(try await timers.timer(key: "patient")?.readyAt == at(11))
-        #expect(try await eventually { try await timers.timer(key: "default")?.readyAt == at(2) }, "the runner's retryDelay: 1 s")
-        await virtual.advance(by: .seconds(1))
-        #expect(try await eventually { try await timers.timer(key: "default")?.state == .failed }, "the runner's maxAttempts: 2")
+        #expect(try await virtual.reach(1) { try await timers.timer(key: "default")?.readyAt == at(2) }, "the runner's retryDelay: 1 s")
+        #expect(try await virtual.reach(2) { try await timers.timer(key: "default")?.state == .failed }, "the runner's maxAttempts: 2")
         // "patient": attempts at 1, 11, 31 and 71; the clock moves on once each failure is written.
-        await virtual.advance(by: .seconds(9))
-        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(31) }, "attempt 2 failed at 11: 20 s; \(trace)")
-        await virtual.advance(by: .seconds(20))
-        #expect(try await eventually { try await timers.timer(key: "patient")?.readyAt == at(71) }, "attempt 3 failed at 31: 40 s; \(trace)")
-        await virtual.advance(by: .seconds(40))
-        #expect(try await eventually { try await timers.timer(key: "patient")?.state == .failed }, "parked after its fourth attempt")
+        #expect(try await virtual.reach(11) { try await timers.timer(key: "patient")?.readyAt == at(31) }, "attempt 2 failed at 11: 20 s; \(trace)")
+        #expect(try await virtual.reach(31) { try await timers.timer(key: "patient")?.readyAt == at(71) }, "attempt 3 failed at 31: 40 s; \(trace)")
+        #expect(try await virtual.reach(71) { try await timers.timer(key: "patient")?.state == .failed }, "parked after its fourth attempt")
         #expect(try await timers.history(key: "patient").map(\.attempt) == [4, 3, 2, 1])
         await timers.shutdown()
         await store.close()

@@ -291,20 +291,6 @@ struct DurableTracingTests {
     }
 }
 
-extension VirtualClock {
-    /// Moves the clock to `seconds` after the tests' epoch, again and again (at most a minute) until
-    /// `condition` holds: what the runner arms after the clock got there — a next occurrence or a
-    /// retry armed once its run's end is written, off the clock's executor — runs at the next
-    /// nudge, at the same instant, never later.
-    func reach(_ seconds: Double, until condition: () -> Bool) async -> Bool {
-        let target = TimerInstant(kind: .virtual, nanoseconds: epoch + Int64(seconds * 1e9))
-        return await eventually {
-            await advance(to: target)
-            return condition()
-        }
-    }
-}
-
 extension StoreKind {
     /// A second store on what ``makeStore(file:)`` made: the same file, or the same server.
     func reopen(file: TemporaryDatabase, namespace: String) async throws -> (store: any DurableTimerStore, namespace: String) {

@@ -133,3 +133,18 @@ func expectFiresOnce(
     #expect(log.all.map(\.payload) == [payload], sourceLocation: sourceLocation)
     #expect(log.all.first?.fire.firedAt == deadline, "at its deadline, not before", sourceLocation: sourceLocation)
 }
+
+extension VirtualClock {
+    /// Moves the clock to `seconds` after the tests' epoch, again and again (at most a minute) until
+    /// `condition` holds: what the runner arms after the clock got there — a next occurrence or a
+    /// retry armed once its run's end is written, off the clock's executor — runs at the next
+    /// nudge, at the same instant, never later. A wait after a plain move would hang on a loaded
+    /// machine, where the runner can arm it after the move.
+    func reach(_ seconds: Double, until condition: () async throws -> Bool) async rethrows -> Bool {
+        let target = TimerInstant(kind: .virtual, nanoseconds: epoch + Int64(seconds * 1e9))
+        return try await eventually {
+            await advance(to: target)
+            return try await condition()
+        }
+    }
+}

@@ -45,7 +45,8 @@ extension RealTime {
                 busy.append(clock.now)
             }
             #expect(await eventually { busy.count == 2 })
-            try await Task.sleep(for: interval * 3)
+            // Once free, the blocked queue runs the fire that stands for what it missed (C5).
+            #expect(await eventually { blockedFires.all.contains { $0.deadlineCount >= 4 } })
             await timer.invalidateAndWait()
             await blockedTimer.invalidateAndWait()
 
@@ -58,13 +59,12 @@ extension RealTime {
                 #expect(fire.firedAt >= fire.scheduledDeadline, "C2")
                 k += fire.deadlineCount
             }
-            // The free queue's timer went on firing while the other queue was blocked (about 10 fires;
-            // a handful is proof, whatever the load).
-            #expect(all.filter { $0.firedAt > busyStart && $0.firedAt < busyEnd }.count >= 3)
+            // The free queue's timer went on firing while the other queue was blocked (about 10 fires
+            // on an idle machine; one is proof, and holds whatever the load).
+            #expect(all.contains { $0.firedAt > busyStart && $0.firedAt < busyEnd })
             // The blocked queue's timer did not run in the meantime; then one fire stood for what it
             // missed (C5).
             #expect(!blockedFires.all.contains { $0.firedAt > busyStart + interval && $0.firedAt < busyEnd })
-            #expect(blockedFires.all.contains { $0.deadlineCount >= 4 })
         }
 
         @MainActor

@@ -242,11 +242,14 @@ extension RealTime {
             defer { clock.shutdown() }
             let ran = Counter()
             let before = clock.wakeUpCount
+            let start = clock.now
             for index in 0..<50 {
                 try clock.schedule(at: .after(.milliseconds(20 + index)), tolerance: .milliseconds(200)) { ran.increment() }
             }
+            // Stored before the first deadline, they were all there for the first wake-up.
+            let allStored = clock.now < start + .milliseconds(20)
             #expect(await eventually { ran.current == 50 })
-            #expect(clock.wakeUpCount - before <= 2)
+            #expect(!allStored || clock.wakeUpCount - before <= 2)
         }
 
         @Test("C8, C13: cancelling one callback from eight threads at once cancels it exactly once")

@@ -25,17 +25,19 @@ extension RealTime {
             defer { clock.shutdown() }
             let ran = Flag()
             let handle = Recorder<ScheduledCallback>()
+            // Due in an hour: the cancel comes first whatever the load, and takes the callback out of
+            // the shard of the thread that scheduled it.
             await onNewThread {
-                handle.append(try! clock.schedule(at: .after(.milliseconds(30))) { ran.set() })
+                handle.append(try! clock.schedule(at: .after(.seconds(3_600))) { ran.set() })
             }
             let callback = try #require(handle.all.first)
+            #expect(clock.pendingTimerCount == 1)
             let cancelled = Recorder<Bool>()
             await onNewThread { cancelled.append(callback.cancel()) }
             #expect(cancelled.all == [true])
             #expect(!callback.isPending)
-            try await Task.sleep(for: .milliseconds(80))
-            #expect(!ran.isSet)
             #expect(clock.pendingTimerCount == 0)
+            #expect(!ran.isSet)
         }
 
         @Test("C16: callbacks scheduled from several threads are all counted, all fire, and none is early")
@@ -44,7 +46,7 @@ extension RealTime {
             defer { clock.shutdown() }
             let fired = Counter()
             let early = Counter()
-            let deadline = clock.now + .milliseconds(100)
+            let deadline = clock.now + .seconds(1)
             for _ in 0..<4 {
                 await onNewThread {
                     for _ in 0..<250 {
@@ -55,7 +57,11 @@ extension RealTime {
                     }
                 }
             }
-            #expect(clock.pendingTimerCount == 1_000)
+            // Nothing leaves its shard before the deadline (never early): read before it, the count
+            // is all of them. A machine too loaded to schedule them within the second only counts
+            // the fires below.
+            let pending = clock.pendingTimerCount
+            if clock.now < deadline { #expect(pending == 1_000) }
             #expect(await eventually { fired.current == 1_000 })
             #expect(early.current == 0)
             #expect(clock.pendingTimerCount == 0)
@@ -66,7 +72,7 @@ extension RealTime {
             let clock = TimerClock.dedicated(.continuous)
             defer { clock.shutdown() }
             let order = Recorder<Int>()
-            let base = clock.now + .milliseconds(60)
+            let base = clock.now + .milliseconds(300)
             // Thread A holds the odd deadlines, thread B the even ones; a tolerance that covers them
             // all lets the engine serve them with one wake-up, so they come out of two shards at once.
             for parity in 0..<2 {
@@ -76,8 +82,11 @@ extension RealTime {
                     }
                 }
             }
+            // Nothing fires before its deadline: stored before the first one, they were all there
+            // for that wake-up. (A machine that took longer to start the threads proves nothing here.)
+            let allStored = clock.now < base
             #expect(await eventually { order.count == 8 })
-            #expect(order.all == Array(0..<8))
+            #expect(!allStored || order.all == Array(0..<8), "\(order.all)")
         }
 
         @Test("C13, C8: a timer made on one thread is suspended, resumed, rescheduled and invalidated from others; it fires only while allowed")
@@ -128,8 +137,11 @@ extension RealTime {
                     }
                 }
             }
+            // Nothing fires before its deadline: stored before the first one, they were all there
+            // for that wake-up. (A machine that took longer to start the threads proves nothing here.)
+            let allStored = clock.now < base
             #expect(await eventually { order.count == 16 })
-            #expect(order.all == Array(0..<16))
+            #expect(!allStored || order.all == Array(0..<16), "\(order.all)")
         }
 
         @Test("C8, C16: shutting a clock down invalidates the timers of every shard, suspended ones too, and empties every store")

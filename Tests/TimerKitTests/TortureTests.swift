@@ -204,14 +204,16 @@ extension RealTime {
             #expect(violations.early.current == 0, "C2: early fires")
             #expect(violations.disorder.current == 0, "runs of one timer out of order")
             #expect(violations.cancelledThenRan.current == 0, "C8: a callback ran after cancel() returned true")
-            // Measured at handler entry, a few instructions after the atomic step at which a run
-            // begins: a thread preempted between the two enters after an invalidate() that returned
-            // once the run had begun (see InvalidationRaceTests). Rare, never systematic.
-            #expect(
-                violations.lateEntries.current * 200 <= world.invalidations.current,
-                "\(violations.lateEntries.current) handler entries after invalidate() returned, in \(world.invalidations.current) invalidations")
+            // C8, exactly: a run is counted when the engine decides on it, and invalidate() uncounts a
+            // decided run that has not begun, so the fire count is final once it returns. A run that
+            // began after that (decided later, or stopped and begun anyway) would make the runs
+            // outnumber it. Entries seen after invalidate() returned are runs that had begun before,
+            // preempted on their way into the handler, which C8 allows: counted for the record only.
             for (timer, probe) in timers {
-                #expect(probe.runs.load(ordering: .relaxed) == timer.fireCount, "every run counted, none lost")
+                #expect(
+                    probe.runs.load(ordering: .relaxed) == timer.fireCount,
+                    "every run counted, none lost, none begun after invalidate() (\(violations.lateEntries.current) entries after it returned, in \(world.invalidations.current) invalidations)"
+                )
             }
             var ran = 0
             for (_, probe) in callbacks {

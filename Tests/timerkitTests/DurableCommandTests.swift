@@ -627,9 +627,10 @@ struct DurableDiagnosisTranscriptTests {
         let worker = try DurableTimers(path: fixture.path, options: options)
         try await worker.register("sale.end", payload: Sale.self) { _, _ in fired.withLock { $0 = true } }
         await worker.start()
-        for _ in 0..<200 where !fired.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(25)) }
+        // Polled for up to a minute each: a liveness bound for a loaded machine.
+        for _ in 0..<2_400 where !fired.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(25)) }
         #expect(fired.withLock { $0 })
-        for _ in 0..<200 where try await worker.timer(key: "sale/42") != nil { try await Task.sleep(for: .milliseconds(25)) }
+        for _ in 0..<2_400 where try await worker.timer(key: "sale/42") != nil { try await Task.sleep(for: .milliseconds(25)) }
         let after = try await run(["why", "sale/42"], status: 1)
         #expect(after.contains("no timer is stored under 'sale/42'") && after.contains("last run: succeeded"))
         let history = try await run(["history", "sale/42"])

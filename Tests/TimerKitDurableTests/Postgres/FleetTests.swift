@@ -107,7 +107,7 @@ struct FleetTests {
         /// Schedules `count` one-shots for the probes' handler, due over `spread` from `start`,
         /// through a runner of this test that never starts.
         func schedule(_ count: Int, from start: Date, over spread: Duration) async throws -> [String] {
-            let timers = try await DurableTimers(postgres: try configuration(), namespace: namespace)
+            let timers = try await DurableTimers(postgres: try configuration(), namespace: namespace, options: serverOptions())
             try await timers.register("fleet", payload: String.self) { _, _ in }
             let spreadNanoseconds = spread.saturatingNanoseconds
             let batch = (0..<count).map { index -> (key: String, at: Date, payload: String) in
@@ -121,7 +121,7 @@ struct FleetTests {
         }
 
         func remaining() async throws -> Int {
-            let timers = try await DurableTimers(postgres: try configuration(), namespace: namespace)
+            let timers = try await DurableTimers(postgres: try configuration(), namespace: namespace, options: serverOptions())
             return try await timers.count()
         }
 
@@ -170,8 +170,11 @@ struct FleetTests {
     func instanceKilled() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
-        // "a" works 2 s per timer, and is killed as soon as it has started one: it holds claims.
-        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "1000"] + (name == "a" ? ["--slow-ms", "2000"] : [])) }
+        // "a" works 2 s per timer, and is killed as soon as it has started one: it holds claims,
+        // which the others take over once its 1 s lease passes. The survivors' own leases outlast
+        // a loaded machine's stalls: a claim of theirs lost to a stall would be a repeat the kill
+        // did not cause.
+        for name in ["a", "b", "c"] { try fleet.launch(name, name == "a" ? ["--lease-ms", "1000", "--slow-ms", "2000"] : Self.leaseUnderLoad) }
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(2_000, from: Date().addingTimeInterval(1), over: .seconds(2))
         let end = ContinuousClock.now + .seconds(30)
@@ -196,7 +199,8 @@ struct FleetTests {
     func instanceFrozen() async throws {
         let fleet = try Fleet()
         defer { fleet.stopAll() }
-        for name in ["a", "b", "c"] { try fleet.launch(name, ["--lease-ms", "600"] + (name == "a" ? ["--slow-ms", "2000"] : [])) }
+        // Only the frozen instance's lease is short; the others' outlast a loaded machine's stalls.
+        for name in ["a", "b", "c"] { try fleet.launch(name, name == "a" ? ["--lease-ms", "600", "--slow-ms", "2000"] : Self.leaseUnderLoad) }
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(300, from: Date().addingTimeInterval(1), over: .milliseconds(500))
         // "a" works 2 s per timer (renewing its 600 ms lease meanwhile): frozen while a run it has
@@ -259,7 +263,9 @@ struct FleetTests {
         let fleet = try Fleet()
         fleet.url = TestServer.outageURL
         defer { fleet.stopAll() }
-        for name in ["a", "b", "c"] { try fleet.launch(name, ["--slow-ms", "200"]) }
+        // Leases that outlast a loaded machine's stalls: a run cut by the stop may repeat, one that
+        // began after it may not.
+        for name in ["a", "b", "c"] { try fleet.launch(name, ["--slow-ms", "200"] + Self.leaseUnderLoad) }
         try await Task.sleep(for: .milliseconds(500))
         // 600 timers due over 30 s from a second on: some run before the stop, most come due
         // during the 20 s it lasts, the rest after.
@@ -346,7 +352,7 @@ struct FleetTests {
         try await Task.sleep(for: .milliseconds(500))
         let keys = try await fleet.schedule(10, from: Date(), over: .zero)
         #expect(await eventually { Log(path: fleet.log).starts.count == keys.count }, "the instance runs all ten")
-        let timers = try await DurableTimers(postgres: try fleet.configuration(), namespace: fleet.namespace)
+        let timers = try await DurableTimers(postgres: try fleet.configuration(), namespace: fleet.namespace, options: serverOptions())
         var outcomes: [DurableTimers.CancelOutcome] = []
         for key in keys { outcomes.append(try await timers.cancel(key: key)) }
         #expect(outcomes == Array(repeating: .cancelledWhileRunning, count: keys.count))
