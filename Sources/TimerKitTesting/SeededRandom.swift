@@ -1,3 +1,5 @@
+import TimerKit
+
 /// A small deterministic generator (SplitMix64), so that a randomized test replays exactly from its
 /// seed. For this package's tests; not API.
 package struct SeededRandom: RandomNumberGenerator {
@@ -6,10 +8,7 @@ package struct SeededRandom: RandomNumberGenerator {
     package init(seed: UInt64) { state = seed }
 
     package mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
+        state &+= StableHash.golden
+        return StableHash.mix(state)
     }
 }

@@ -56,7 +56,13 @@ struct DurableHandlerPolicyTests {
         #expect(waits == (0..<200).map { policy.delay(after: 1, key: StoredKey("order/\($0)")) }, "the same for the same key and attempt")
         let none = RunnerStateMachine.Retry(maxAttempts: 5, delay: 10_000_000_000, maxDelay: 25_000_000_000, jitterPermille: 0)
         #expect((1...4).map { none.delay(after: $0, key: StoredKey("a")) } == [10_000_000_000, 20_000_000_000, 25_000_000_000, 25_000_000_000])
+        // Pinned: every process of a fleet, of any release, waits the same for the same key and attempt.
+        let pinned = RunnerStateMachine.Retry(maxAttempts: 5, delay: 1_000_000_000, maxDelay: 60_000_000_000, jitterPermille: 500)
+        #expect(pinned.delay(after: 1, key: StoredKey("order/42")) == 1_404_562_011)
+        #expect(pinned.delay(after: 2, key: StoredKey("order/42")) == 2_557_972_160)
+        #expect(pinned.delay(after: 3, key: StoredKey("sale.end")) == 2_086_180_379)
     }
+
     @Test(
         "C14: a handler with maxConcurrentRuns 2 runs six timers due at once two at a time, never three; the four waiting stay unclaimed (another instance may take them) while another handler's timers run past them; each slot that frees starts the next",
         arguments: StoreKind.allCases)

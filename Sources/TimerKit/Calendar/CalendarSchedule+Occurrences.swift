@@ -68,10 +68,7 @@ extension CalendarSchedule {
     /// occurrence, the same on every machine.
     func delayMilliseconds(for second: Int64) -> Int64 {
         guard jitterMilliseconds > 0 else { return 0 }
-        var state = jitterSeed ^ UInt64(bitPattern: second) &* 0x9E37_79B9_7F4A_7C15
-        state = (state ^ (state >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        state = (state ^ (state >> 27)) &* 0x94D0_49BB_1331_11EB
-        state ^= state >> 31
+        let state = StableHash.mix(jitterSeed ^ UInt64(bitPattern: second) &* StableHash.golden)
         return Int64(state % UInt64(jitterMilliseconds + 1))
     }
 

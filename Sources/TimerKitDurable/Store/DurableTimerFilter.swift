@@ -35,9 +35,16 @@ package struct DurableTimerFilter: Sendable, Hashable {
         let isParked: String
         /// Whether `key` begins with the text of a placeholder.
         let startsWith: @Sendable (String) -> String
+        /// The value `parked` takes for true: `1`, `true`.
+        let yes: String
+        /// A condition as the value of `parked`: `CASE WHEN … THEN 1 ELSE 0 END`, `(…)`.
+        let flag: @Sendable (String) -> String
 
-        package static let sqlite = Dialect(placeholder: { "?\($0)" }, isParked: "parked <> 0", startsWith: { "substr(key, 1, length(\($0))) = \($0)" })
-        package static let postgres = Dialect(placeholder: { "$\($0)" }, isParked: "parked", startsWith: { "starts_with(key, \($0))" })
+        package static let sqlite = Dialect(
+            placeholder: { "?\($0)" }, isParked: "parked <> 0", startsWith: { "substr(key, 1, length(\($0))) = \($0)" }, yes: "1",
+            flag: { "CASE WHEN \($0) THEN 1 ELSE 0 END" })
+        package static let postgres = Dialect(
+            placeholder: { "$\($0)" }, isParked: "parked", startsWith: { "starts_with(key, \($0))" }, yes: "true", flag: { "(\($0))" })
     }
 
     /// The `WHERE` conditions of the namespace's timers that match, after `afterKey`, at `now`,
@@ -76,7 +83,7 @@ package struct DurableTimerFilter: Sendable, Hashable {
             let each: [String] = statuses.sorted { $0.rawValue < $1.rawValue }.map { status in
                 switch status {
                 case .paused: "(paused <> 0)"
-                case .parked: "(\(dialect.isParked) AND paused = 0)"
+                case .parked: "(\(dialect.isParked) AND \(StoredPause.isNotPaused()))"
                 case .running: "(NOT (\(dialect.isParked)) AND \(held))"
                 case .due: "(\(free) AND ready_at_ns <= \(now))"
                 case .retrying: "(\(free) AND ready_at_ns > \(now) AND attempts > 0)"
@@ -102,8 +109,8 @@ extension DurableTimerFilter {
         func count(_ condition: String) -> String { "sum(CASE WHEN \(condition) THEN 1 ELSE 0 END)" }
         return """
             SELECT handler,
-                \(count("paused <> 0")) AS paused,
-                \(count("(\(parked)) AND paused = 0")) AS parked,
+                \(count(StoredPause.isPaused())) AS paused,
+                \(count("(\(parked)) AND \(StoredPause.isNotPaused())")) AS parked,
                 \(count("NOT (\(parked)) AND \(held)")) AS running,
                 \(count("\(free) AND ready_at_ns <= \(now)")) AS due,
                 \(count("\(free) AND ready_at_ns > \(now) AND attempts > 0")) AS retrying,

@@ -43,7 +43,7 @@ extension SQLiteTimerStore {
     func pause(namespace: String, key: String) async throws(DurableTimerError) -> Bool {
         try await write { db in
             try db.run(
-                "UPDATE timerkit_timers SET paused = CASE WHEN parked <> 0 THEN 2 ELSE 1 END, parked = 1 WHERE namespace = ? AND key = ? AND paused = 0",
+                "UPDATE timerkit_timers SET \(Self.dialect.pauseAssignments) WHERE namespace = ? AND key = ? AND \(StoredPause.isNotPaused())",
                 [namespace, key])
             return try db.row("SELECT 1 FROM timerkit_timers WHERE namespace = ? AND key = ?", [namespace, key]) != nil
         }
@@ -53,8 +53,8 @@ extension SQLiteTimerStore {
         try await write { db in
             try db.row(
                 """
-                UPDATE timerkit_timers SET parked = CASE WHEN paused = 2 THEN 1 ELSE 0 END, paused = 0
-                WHERE namespace = ?1 AND key = ?2 AND paused <> 0
+                UPDATE timerkit_timers SET \(Self.dialect.resumeAssignments)
+                WHERE namespace = ?1 AND key = ?2 AND \(StoredPause.isPaused())
                     AND NOT EXISTS (SELECT 1 FROM timerkit_pauses p WHERE p.namespace = ?1 AND p.handler IN ('', timerkit_timers.handler))
                 RETURNING *
                 """, [namespace, key]
@@ -70,8 +70,8 @@ extension SQLiteTimerStore {
         return try await inBatches(namespace: namespace, handler: handler, batch: batch) { keys, db in
             try db.run(
                 """
-                UPDATE timerkit_timers SET paused = CASE WHEN parked <> 0 THEN 2 ELSE 1 END, parked = 1
-                WHERE namespace = ? AND paused = 0 AND key IN (SELECT value FROM json_each(?))
+                UPDATE timerkit_timers SET \(Self.dialect.pauseAssignments)
+                WHERE namespace = ? AND \(StoredPause.isNotPaused()) AND key IN (SELECT value FROM json_each(?))
                 """, [namespace, Self.json(keys)])
         }
     }
@@ -86,8 +86,8 @@ extension SQLiteTimerStore {
         return try await inBatches(namespace: namespace, handler: handler, batch: batch) { keys, db in
             try db.run(
                 """
-                UPDATE timerkit_timers SET parked = CASE WHEN paused = 2 THEN 1 ELSE 0 END, paused = 0
-                WHERE namespace = ?1 AND paused <> 0 AND key IN (SELECT value FROM json_each(?2))
+                UPDATE timerkit_timers SET \(Self.dialect.resumeAssignments)
+                WHERE namespace = ?1 AND \(StoredPause.isPaused()) AND key IN (SELECT value FROM json_each(?2))
                     AND NOT EXISTS (SELECT 1 FROM timerkit_pauses p WHERE p.namespace = ?1 AND p.handler IN ('', timerkit_timers.handler))
                 """, [namespace, Self.json(keys)])
         }

@@ -13,6 +13,8 @@ import GRDB
 /// disk (`synchronous = FULL`); ``DurableTimers/Durability/normal`` survives a crash of the process
 /// but may lose the last writes on a power loss, for several times the throughput.
 final class SQLiteTimerStore: DurableTimerStore {
+    /// How this store's SQL differs from PostgreSQL's.
+    static let dialect = DurableTimerFilter.Dialect.sqlite
     private let database: any DatabaseWriter
     let path: String
     /// Whether the database is the application's (``init(writer:upgrade:executor:)``), whose
@@ -373,7 +375,7 @@ final class SQLiteTimerStore: DurableTimerStore {
             // A timer paused while it ran stays paused, and is parked once resumed.
             try db.run(
                 """
-                UPDATE timerkit_timers SET parked = 1, paused = CASE WHEN paused = 1 THEN 2 ELSE paused END, last_error = ?, owner = NULL,
+                UPDATE timerkit_timers SET \(Self.dialect.parkAssignments), last_error = ?, owner = NULL,
                     lease_until_ns = NULL
                 WHERE \(fence)
                 """, [error] + fenceArguments)
@@ -450,7 +452,7 @@ final class SQLiteTimerStore: DurableTimerStore {
         try db.row(
             """
             UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL,
-                parked = CASE WHEN paused <> 0 THEN 1 ELSE 0 END, paused = CASE WHEN paused = 2 THEN 1 ELSE paused END
+                \(Self.dialect.unparkAssignments)
             WHERE namespace = ? AND key = ? AND owner IS NULL
             RETURNING *
             """, [due, readyAt, try nextSequence(db), namespace, key]

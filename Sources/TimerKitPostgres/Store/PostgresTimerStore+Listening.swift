@@ -4,23 +4,6 @@ import TimerKit
 import TimerKitDurable
 
 extension PostgresTimerStore {
-    /// One notification's payload, as the store's statements build it with `json_build_object`.
-    struct Notice: Decodable {
-        var n: String
-        var k: String?
-        var r: Int64?
-        var h: String?
-        var reload: Bool?
-        /// A batch's window of ready times: from, through.
-        var wf: Int64?
-        var wt: Int64?
-        /// The timer under `k` was removed.
-        var x: Bool?
-        /// A liveness check's token: the instance that sent it expects it back on its listening
-        /// connection.
-        var p: String?
-    }
-
     /// Listens on a connection of its own, outside the pool (``listenerClient``); after it drops, reconnects with a
     /// pause that doubles up to two seconds and reports ``DurableTimerChange/reload``, since
     /// notifications sent meanwhile are lost. Measures the clock offset again at each connection
@@ -57,20 +40,20 @@ extension PostgresTimerStore {
                             pause = .milliseconds(100)
                             let decoder = JSONDecoder()
                             for try await notification in notifications {
-                                guard let notice = try? decoder.decode(Notice.self, from: Data(notification.payload.utf8)), notice.n == namespace else {
+                                guard let notice = try? decoder.decode(Notice.self, from: Data(notification.payload.utf8)), notice.namespace == namespace else {
                                     continue
                                 }
-                                if let token = notice.p {
+                                if let token = notice.probe {
                                     watch.withLock { state in if state.awaiting == token { state.awaiting = nil } }
                                     continue
                                 }
-                                if let from = notice.wf, let through = notice.wt {
+                                if let from = notice.windowFrom, let through = notice.windowThrough {
                                     continuation.yield(.window(from: from, through: through))
                                 } else if notice.reload == true {
                                     continuation.yield(.reload)
-                                } else if notice.x == true, let key = notice.k {
+                                } else if notice.removed == true, let key = notice.key {
                                     continuation.yield(.removed(key: key))
-                                } else if let key = notice.k, let readyAt = notice.r, let handler = notice.h {
+                                } else if let key = notice.key, let readyAt = notice.readyAt, let handler = notice.handler {
                                     continuation.yield(.ready(key: key, readyAt: readyAt, handler: handler))
                                 }
                             }
@@ -105,8 +88,7 @@ extension PostgresTimerStore {
                 watch.withLock { $0.awaiting = token }
                 do {
                     _ = try await self.call { connection, logger in
-                        try await connection.query(
-                            "SELECT pg_notify(\(channel), json_build_object('n', \(namespace)::text, 'p', \(token)::text)::text)", logger: logger)
+                        try await connection.query(Self.notifyStatement(namespace: namespace, .probe, value: token), logger: logger)
                     }
                 } catch {
                     continue  // the database is away: the calls report it, and this says nothing of the listener

@@ -96,8 +96,8 @@ extension PostgresTimerStore {
             let rows = try await connection.query(
                 """
                 WITH paused AS (
-                    UPDATE timerkit_timers SET paused = CASE WHEN parked THEN 2 ELSE 1 END, parked = true
-                    WHERE namespace = \(namespace) AND key = \(key) AND paused = 0 RETURNING 1)
+                    UPDATE timerkit_timers SET \(unescaped: Self.dialect.pauseAssignments)
+                    WHERE namespace = \(namespace) AND key = \(key) AND \(unescaped: StoredPause.isNotPaused()) RETURNING 1)
                 SELECT count(*) FROM timerkit_timers WHERE namespace = \(namespace) AND key = \(key)
                 """, logger: logger)
             var count: Int64 = 0
@@ -110,13 +110,13 @@ extension PostgresTimerStore {
         try await fetchOne(
             """
             WITH resumed AS (
-                UPDATE timerkit_timers t SET parked = (t.paused = 2), paused = 0
-                WHERE t.namespace = \(namespace) AND t.key = \(key) AND t.paused <> 0
+                UPDATE timerkit_timers t SET \(unescaped: Self.dialect.resumeAssignments)
+                WHERE t.namespace = \(namespace) AND t.key = \(key) AND \(unescaped: StoredPause.isPaused("t."))
                     AND NOT EXISTS (SELECT 1 FROM timerkit_pauses p WHERE p.namespace = t.namespace AND p.handler IN ('', t.handler))
                 RETURNING \(unescaped: Self.columns(prefix: "t."))
             ),
             notified AS (
-                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                SELECT pg_notify(\(Self.channel(for: namespace)), \(unescaped: Notice.ready))
                 FROM resumed WHERE NOT parked
             )
             SELECT resumed.* FROM resumed, (SELECT count(*) FROM notified) n
@@ -134,8 +134,8 @@ extension PostgresTimerStore {
         }
         return try await inBatches(namespace: namespace, handler: handler, batch: batch) { keys in
             """
-            UPDATE timerkit_timers SET paused = CASE WHEN parked THEN 2 ELSE 1 END, parked = true
-            WHERE namespace = \(namespace) AND key = ANY(\(keys)::text[]) AND paused = 0
+            UPDATE timerkit_timers SET \(unescaped: Self.dialect.pauseAssignments)
+            WHERE namespace = \(namespace) AND key = ANY(\(keys)::text[]) AND \(unescaped: StoredPause.isNotPaused())
             """
         }
     }
@@ -155,15 +155,14 @@ extension PostgresTimerStore {
         if namespacePaused { return 0 }
         let resumed = try await inBatches(namespace: namespace, handler: handler, batch: batch) { keys in
             """
-            UPDATE timerkit_timers t SET parked = (t.paused = 2), paused = 0
-            WHERE t.namespace = \(namespace) AND t.key = ANY(\(keys)::text[]) AND t.paused <> 0
+            UPDATE timerkit_timers t SET \(unescaped: Self.dialect.resumeAssignments)
+            WHERE t.namespace = \(namespace) AND t.key = ANY(\(keys)::text[]) AND \(unescaped: StoredPause.isPaused("t."))
                 AND NOT EXISTS (SELECT 1 FROM timerkit_pauses p WHERE p.namespace = t.namespace AND p.handler IN ('', t.handler))
             """
         }
         // Every instance loads its horizon again: the resumed timers may be due.
         try await call { connection, logger in
-            _ = try await connection.query(
-                "SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', \(namespace)::text, 'reload', true)::text)", logger: logger)
+            _ = try await connection.query(Self.notifyStatement(namespace: namespace, .reload), logger: logger)
         }
         return resumed
     }
@@ -220,7 +219,7 @@ extension PostgresTimerStore {
                 RETURNING \(unescaped: Self.columns(prefix: "t."))
             ),
             notified AS (
-                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                SELECT pg_notify(\(Self.channel(for: namespace)), \(unescaped: Notice.ready))
                 FROM expedited
             )
             SELECT expedited.* FROM expedited, (SELECT count(*) FROM notified) n

@@ -164,8 +164,8 @@ extension PostgresTimerStore {
             RETURNING namespace, key, handler, ready_at_ns, paused
         ),
         notified AS (
-            SELECT pg_notify($9, json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
-            FROM written WHERE ready_at_ns <= timerkit_now_ns() + $10 AND paused = 0
+            SELECT pg_notify($9, \(Notice.ready))
+            FROM written WHERE ready_at_ns <= timerkit_now_ns() + $10 AND \(StoredPause.isNotPaused())
         )
         SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM notified)
         """

@@ -69,17 +69,15 @@ final class PostgresTimerStore: DurableTimerStore {
     private let offsetWatchers = Locked<[AsyncStream<Int64>.Continuation]>([])
     private let tasks = Locked<(runs: [Task<Void, Never>], listeners: [Task<Void, Never>], closed: Bool)>(([], [], false))
 
+    /// How this store's SQL differs from SQLite's.
+    static let dialect = DurableTimerFilter.Dialect.postgres
+
     /// The channel of a namespace's notifications: `timerkit_` and 16 hexadecimal digits of the
     /// namespace's FNV-1a hash, so that an instance hears its own namespace's changes only (the
     /// payload names the namespace too: a collision costs a decode, never a wrong arm). Lowercase:
     /// `LISTEN` names are case-sensitive.
     static func channel(for namespace: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in namespace.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x100_0000_01b3
-        }
-        let digits = String(hash, radix: 16)
+        let digits = String(StableHash.fnv1a(namespace.utf8), radix: 16)
         return "timerkit_" + String(repeating: "0", count: 16 - digits.count) + digits
     }
 
@@ -325,10 +323,10 @@ final class PostgresTimerStore: DurableTimerStore {
                         WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)
                     ),
                     notified AS (
-                        SELECT pg_notify(c, json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                        SELECT pg_notify(c, \(unescaped: Notice.ready))
                         FROM soon WHERE \(notify) = 'each'
                         UNION ALL
-                        SELECT pg_notify(c, json_build_object('n', namespace, 'wf', min(ready_at_ns), 'wt', max(ready_at_ns))::text)
+                        SELECT pg_notify(c, \(unescaped: Notice.window))
                         FROM soon WHERE \(notify) = 'once' GROUP BY namespace, c
                     )
                     SELECT (SELECT count(*) FROM written), (SELECT count(*) FROM notified)
@@ -353,7 +351,7 @@ final class PostgresTimerStore: DurableTimerStore {
                 RETURNING \(unescaped: Self.allColumns)
             ),
             notified AS (
-                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'x', true)::text) FROM removed
+                SELECT pg_notify(\(Self.channel(for: namespace)), \(unescaped: Notice.removal)) FROM removed
             )
             SELECT removed.*, (removed.owner IS NOT NULL AND removed.lease_until_ns > c.ns) FROM removed, c, (SELECT count(*) FROM notified) n
             """
@@ -463,7 +461,7 @@ final class PostgresTimerStore: DurableTimerStore {
             // A timer paused while it ran stays paused, and is parked once resumed.
             return try await changed(
                 """
-                UPDATE timerkit_timers SET parked = true, paused = CASE WHEN paused = 1 THEN 2 ELSE paused END, last_error = \(error), owner = NULL,
+                UPDATE timerkit_timers SET \(unescaped: Self.dialect.parkAssignments), last_error = \(error), owner = NULL,
                     lease_until_ns = NULL
                 WHERE namespace = \(namespace) AND key = \(key) AND owner = \(owner) AND sequence = \(sequence) RETURNING namespace, key, handler, ready_at_ns
                 """, notifying: nil, recording: recording, keep: keep)
@@ -520,12 +518,12 @@ final class PostgresTimerStore: DurableTimerStore {
             """
             WITH moved AS (
                 UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(readyAt), sequence = nextval('timerkit_sequence'), attempts = 0,
-                    skipped = 0, last_error = NULL, parked = (paused <> 0), paused = CASE WHEN paused = 2 THEN 1 ELSE paused END
+                    skipped = 0, last_error = NULL, \(unescaped: Self.dialect.unparkAssignments)
                 WHERE namespace = \(namespace) AND key = \(key) AND owner IS NULL
                 RETURNING \(unescaped: Self.allColumns)
             ),
             notified AS (
-                SELECT pg_notify(\(Self.channel(for: namespace)), json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                SELECT pg_notify(\(Self.channel(for: namespace)), \(unescaped: Notice.ready))
                 FROM moved WHERE ready_at_ns <= timerkit_now_ns() + \(horizon)
             )
             SELECT moved.* FROM moved, (SELECT count(*) FROM notified) n
@@ -685,7 +683,7 @@ final class PostgresTimerStore: DurableTimerStore {
                 unsafeSQL: """
                     WITH changed AS (\(query.sql)),\(recorded.isEmpty ? "" : recorded + ",")
                     notified AS (
-                        SELECT pg_notify('\(Self.channel(for: namespace))', json_build_object('n', namespace, 'k', key, 'r', ready_at_ns, 'h', handler)::text)
+                        SELECT pg_notify('\(Self.channel(for: namespace))', \(Notice.ready))
                         FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
                     )
                     SELECT count(*), (SELECT count(*) FROM notified) FROM changed

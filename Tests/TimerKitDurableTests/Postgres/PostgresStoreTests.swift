@@ -188,6 +188,7 @@ struct PostgresStoreTests {
     func notificationsPerNamespace() async throws {
         let (mine, other) = ("scoped-\(UUID().uuidString.prefix(8))", "other-\(UUID().uuidString.prefix(8))")
         #expect(PostgresTimerStore.channel(for: mine) != PostgresTimerStore.channel(for: other))
+        #expect(PostgresTimerStore.channel(for: "shop") == "timerkit_46dc5e18e28e2409", "the same channel in every release of a fleet")
         let admin = PostgresClient(configuration: try TestServer.configuration())
         let running = Task { await admin.run() }
         defer { running.cancel() }

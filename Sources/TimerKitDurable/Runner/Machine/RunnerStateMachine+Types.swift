@@ -1,4 +1,5 @@
 import Foundation
+import TimerKit
 
 // The values the runner's state machine keeps and returns: an occurrence's phases, its run and
 // completion, and the actions the runner carries out.
@@ -81,12 +82,7 @@ extension RunnerStateMachine {
             let wait = min(delay.multipliedSaturating(by: 1 << shift), maxDelay)
             guard jitterPermille > 0 else { return wait }
             // FNV-1a of the key and the attempt, then a SplitMix step: a fraction in [-1, 1).
-            var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-            for byte in key.string.utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-            hash ^= UInt64(truncatingIfNeeded: attempts) &* 0x9e37_79b9_7f4a_7c15
-            hash = (hash ^ (hash >> 30)) &* 0xbf58_476d_1ce4_e5b9
-            hash = (hash ^ (hash >> 27)) &* 0x94d0_49bb_1331_11eb
-            hash ^= hash >> 31
+            let hash = StableHash.mix(StableHash.fnv1a(key.string.utf8) ^ UInt64(truncatingIfNeeded: attempts) &* StableHash.golden)
             let fraction = Double(hash >> 11) / Double(1 << 52) - 1
             let spread = Double(wait) * Double(jitterPermille) / 1000 * fraction
             return max(0, wait.addingSaturating(Int64(spread.rounded())))

@@ -1,8 +1,10 @@
 import Foundation
 
-// Over 400 lines, on purpose: every transition of the machine is here, next to the private state
-// it changes (Swift's `private` ends at the file), so that no other file can break an invariant;
-// its value types are in RunnerStateMachine+Types.swift.
+// Over 400 lines, on purpose: this file routes every event between the parts the machine is
+// composed of — each in a file of its own with its private state (Renewals, Admission,
+// BacklogSweep, LeaseChecks) — and keeps the occurrences' phases, which every transition reads and
+// changes: Swift's `private` ends at the file, so no other file can break their invariants. Its
+// value types are in RunnerStateMachine+Types.swift.
 
 /// The in-memory half of a durable-timer runner, as a pure value: every occurrence this process
 /// knows of, from its wake-up to the write of its end, with named transitions that return what to
@@ -20,6 +22,10 @@ import Foundation
 /// is held (renewed) from the claim until its end is written, retried if the write fails; that
 /// every claim is counted as an attempt; and that a claim taken during shutdown is given back.
 ///
+/// It is composed of parts with state of their own, each tested alone: ``Renewals`` (the renewal
+/// tick and the renewal in flight), ``Admission`` (handler slots and the keys waiting for one),
+/// ``BacklogSweep`` (the catch-up of overdue timers) and ``LeaseChecks``.
+///
 /// `DurableTimers.Runner` keeps it under a lock and carries out the actions outside it.
 struct RunnerStateMachine: Sendable {
     let configuration: Configuration
@@ -29,62 +35,43 @@ struct RunnerStateMachine: Sendable {
     private(set) var handlers: Set<String> = []
     /// The policies of handlers registered with one of their own.
     private var policies: [String: HandlerPolicy] = [:]
-    /// Slots taken by keys of each handler with a concurrency limit of its own (claiming or
-    /// running), at most its limit.
-    private(set) var handlerSlots: [String: Int] = [:]
-    /// Keys that came due while their handler's slots were all taken, per handler, in order.
-    private var waiting: [String: KeyQueue] = [:]
-    /// Handlers whose part of the backlog the last sweep left out (their slots were all taken):
-    /// the backlog is swept again once one of them has room.
-    private var backlogLeftTo: Set<String> = []
-    /// The handlers the sweep in flight left out.
-    private var sweepSkipped: [String] = []
-    /// Handlers whose left-out backlog has room again: the room is kept for the next sweep, so
-    /// that their timers coming due on time do not take it first, every time (their backlog
-    /// would wait for ever behind a steady stream).
-    private var sweepOwed: Set<String> = []
+    /// The handler slots (all of them, and each limited handler's), and the keys waiting for one.
+    private(set) var admission: Admission
     /// Timers ready by this instant are armed (or busy); later ones are loaded later.
     private(set) var loadedUntil: Int64 = .min
     /// Keys waiting for a claim round, in order (entries whose key is no longer queued are skipped).
     private var queue = KeyQueue()
-    /// Handler slots taken by keys claiming or running (at most `maxConcurrentHandlers`).
-    private(set) var slotsTaken = 0
     private(set) var isClaimRoundInFlight = false
     /// Keys holding a claim (running or completing): the renewals' set.
     private(set) var held: Set<StoredKey> = []
-    private var isRenewalArmed = false
-    private var isRenewalInFlight = false
-    /// Claims written with another lease than their handler's (a sweep's, a manual fire's): their
-    /// lease is set by the next renewal, at once.
-    private var leaseFixes: [StoredKey] = []
-    /// A renewal tick came while a renewal of lease fixes was in flight: every held claim is
-    /// renewed once it ends.
-    private var isFullRenewalPending = false
-    /// The renewal in flight is of lease fixes only.
-    private var leaseFixesInFlight = false
+    /// The renewal tick, the renewal in flight and the lease fixes waiting for one.
+    private(set) var renewals = Renewals()
     private var claimRounds: UInt64 = 0
     private var generations: UInt64 = 0
-    /// Overdue timers may wait in the store, armed by no one (a load of the horizon leaves them
-    /// there): sweep rounds claim them, the earliest first, while handler slots and credit allow.
-    private(set) var hasBacklog = false
-    /// Timers the sweeps may still claim: the catch-up rate's credit, earned each tick.
-    private var sweepCredit = 0
-    private var isSweepTickArmed = false
-    /// What the sweeps of this backlog claimed so far.
-    private var sweptInBacklog = 0
-    /// The handler slots the sweep in flight took (its limit), or 0.
-    private(set) var sweeping = 0
-    /// A claim round of woken keys went while the backlog waited: the next round is a sweep.
-    private var isSweepsTurn = false
+    /// The sweep of overdue timers that wait in the store armed by no one.
+    private(set) var sweep: BacklogSweep
     /// Claims a sweep took of keys whose handler runs here, being given back.
     private var strays: [Stray] = []
-    /// The instants (whole seconds, store time) of the lease checks armed: one a second at most,
-    /// however many keys other runners held.
-    private var leaseChecks: Set<Int64> = []
+    /// The looks at claims other runners held, one a second at most.
+    private var leaseChecks = LeaseChecks()
 
     init(configuration: Configuration) {
         self.configuration = configuration
+        admission = Admission(capacity: configuration.maxConcurrentHandlers)
+        sweep = BacklogSweep(tick: configuration.sweepTick, creditPerTick: configuration.sweepCreditPerTick)
     }
+
+    /// Overdue timers may wait in the store, armed by no one: sweeps go on.
+    var hasBacklog: Bool { sweep.isPending }
+
+    /// The handler slots the sweep in flight took (its limit), or 0.
+    var sweeping: Int { sweep.inFlight }
+
+    /// Handler slots taken by keys claiming or running (at most `maxConcurrentHandlers`).
+    var slotsTaken: Int { admission.taken }
+
+    /// Slots taken by keys of each handler with a concurrency limit of its own, at most its limit.
+    var handlerSlots: [String: Int] { admission.takenByHandler }
 
     // MARK: Lifecycle and handlers
 
@@ -92,6 +79,7 @@ struct RunnerStateMachine: Sendable {
     mutating func register(_ handler: String, policy: HandlerPolicy = HandlerPolicy()) -> Bool {
         guard handlers.insert(handler).inserted else { return false }
         if policy != HandlerPolicy() { policies[handler] = policy }
+        if let limit = policy.maxConcurrentRuns { admission.setLimit(limit, for: handler) }
         return true
     }
 
@@ -110,17 +98,14 @@ struct RunnerStateMachine: Sendable {
     }
 
     /// The concurrency limit of `handler` in this process, if it has one of its own.
-    func limit(for handler: String) -> Int? { policies[handler]?.maxConcurrentRuns }
+    func limit(for handler: String) -> Int? { admission.limit(for: handler) }
 
     /// Whether `handler` may take one more slot: it has no limit of its own, or room under it.
-    private func hasRoom(_ handler: String) -> Bool {
-        guard let limit = policies[handler]?.maxConcurrentRuns else { return true }
-        return handlerSlots[handler, default: 0] < limit
-    }
+    private func hasRoom(_ handler: String) -> Bool { admission.hasRoom(handler) }
 
     /// Whether a key of `handler` that came due may be claimed: it has room, and the room is not
     /// kept for a sweep of its backlog.
-    private func admits(_ handler: String) -> Bool { hasRoom(handler) && !sweepOwed.contains(handler) }
+    private func admits(_ handler: String) -> Bool { hasRoom(handler) && !sweep.owes(handler) }
 
     /// Starts the runner; `false` if it was started (or stopped) already.
     mutating func start() -> Bool {
@@ -154,10 +139,8 @@ struct RunnerStateMachine: Sendable {
             }
         }
         queue = KeyQueue()
-        waiting = [:]
-        hasBacklog = false
-        backlogLeftTo = []
-        sweepOwed = []
+        admission.stopWaiting()
+        sweep.stop()
         return actions + checkDrained()
     }
 
@@ -183,7 +166,7 @@ struct RunnerStateMachine: Sendable {
     /// still queued (a key can appear in it more than once), not a pass over every armed key.
     var waitingCount: Int {
         var seen: Set<StoredKey> = []
-        return ([queue] + waiting.values).reduce(0) { count, keys in
+        return ([queue] + admission.waitingQueues).reduce(0) { count, keys in
             keys.remaining.reduce(count) { count, key in
                 guard seen.insert(key).inserted, case .queued? = occurrences[key]?.phase else { return count }
                 return count + 1
@@ -300,39 +283,33 @@ struct RunnerStateMachine: Sendable {
         var actions: [Action] = []
         // The part of the backlog a sweep left to handlers without room: swept next, now that
         // one of them has some.
-        if !backlogLeftTo.isEmpty, case let revived = backlogLeftTo.filter(hasRoom), !revived.isEmpty {
-            backlogLeftTo.subtract(revived)
-            sweepOwed.formUnion(revived)
-            beginBacklog()
-            isSweepsTurn = true
-            actions = armSweepTick()
-        }
+        if sweep.revive(where: hasRoom) { actions = armSweepTick() }
         claimRounds += 1
         let token = "\(configuration.owner)/\(claimRounds)"
         // Woken keys and the backlog's sweep take turns while both wait: on-time work that keeps
         // every slot busy must not starve the backlog, nor the backlog it.
-        if !isSweepsTurn || !canSweep {
+        if !sweep.isTurn || !canSweep {
             var round: [QueuedClaim] = []
             // Keys that waited for a slot of their handler go first, as far as it has room.
-            for handler in waiting.keys.sorted() where admits(handler) {
-                while slotsTaken < configuration.maxConcurrentHandlers, admits(handler), let key = waiting[handler]?.popFirst() {
+            for handler in admission.waitingHandlers where admits(handler) {
+                while admission.free > 0, admits(handler), let key = admission.nextWaiting(for: handler) {
                     guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
                     round.append(take(key, isManual: isManual, token: token))
                 }
-                if waiting[handler]?.isEmpty == true { waiting[handler] = nil }
+                admission.dropQueueIfEmpty(for: handler)
             }
-            while slotsTaken < configuration.maxConcurrentHandlers, let key = queue.popFirst() {
+            while admission.free > 0, let key = queue.popFirst() {
                 guard case .queued(let isManual)? = occurrences[key]?.phase else { continue }
                 if let handler = occurrences[key]?.handler, !admits(handler) {
                     // Its handler's slots are all taken: it waits here for one, unclaimed (another
                     // instance may run it meanwhile).
-                    waiting[handler, default: KeyQueue()].append(key)
+                    admission.wait(key, for: handler)
                     continue
                 }
                 round.append(take(key, isManual: isManual, token: token))
             }
             if !round.isEmpty {
-                isSweepsTurn = hasBacklog
+                sweep.keysWent()
                 isClaimRoundInFlight = true
                 return actions + [.claim(round, token: token)]
             }
@@ -340,13 +317,8 @@ struct RunnerStateMachine: Sendable {
         // A sweep of the backlog, as many as the free slots and the credit allow, of the handlers
         // with room.
         guard canSweep else { return actions }
-        let limit = min(configuration.maxConcurrentHandlers - slotsTaken, sweepCredit)
-        isSweepsTurn = false
-        sweepCredit -= limit
-        slotsTaken += limit
-        sweeping = limit
-        sweepSkipped = policies.keys.filter { !hasRoom($0) }.sorted()
-        sweepOwed = []
+        let limit = sweep.start(freeSlots: admission.free, skipping: admission.fullHandlers)
+        admission.take(limit)
         isClaimRoundInFlight = true
         // No key claims while the sweep is in flight: these are all the claims held here.
         let holding = held.compactMap { key -> String? in
@@ -355,14 +327,14 @@ struct RunnerStateMachine: Sendable {
             default: nil
             }
         }
-        return actions + [.sweep(limit: limit, token: token, excluding: holding.sorted(), skipping: sweepSkipped)]
+        return actions + [.sweep(limit: limit, token: token, excluding: holding.sorted(), skipping: sweep.skipped)]
     }
 
     /// Takes a slot (and its handler's, when known) for a queued key joining the claim round
     /// `token`.
     private mutating func take(_ key: StoredKey, isManual: Bool, token: String) -> QueuedClaim {
         occurrences[key]!.phase = .claiming(token: token, isManual: isManual)
-        slotsTaken += 1
+        admission.take()
         let handler = occurrences[key]!.handler
         if let handler { takeHandlerSlot(key, handler) }
         return QueuedClaim(key: key, isManual: isManual, lease: handler.map(lease(for:)) ?? configuration.lease)
@@ -370,14 +342,12 @@ struct RunnerStateMachine: Sendable {
 
     /// Takes a slot of `handler` for `key`, if the handler has a limit of its own.
     private mutating func takeHandlerSlot(_ key: StoredKey, _ handler: String) {
-        guard limit(for: handler) != nil else { return }
-        handlerSlots[handler, default: 0] += 1
-        occurrences[key]!.slotHandler = handler
+        if admission.takeHandlerSlot(handler) { occurrences[key]!.slotHandler = handler }
     }
 
     /// Frees the slot `key` took, and its handler's.
     private mutating func freeSlot(_ key: StoredKey) {
-        slotsTaken -= 1
+        admission.give()
         freeHandlerSlot(key)
     }
 
@@ -385,13 +355,12 @@ struct RunnerStateMachine: Sendable {
     private mutating func freeHandlerSlot(_ key: StoredKey) {
         guard let handler = occurrences[key]?.slotHandler else { return }
         occurrences[key]!.slotHandler = nil
-        handlerSlots[handler]! -= 1
-        if handlerSlots[handler] == 0 { handlerSlots[handler] = nil }
+        admission.giveHandlerSlot(handler)
     }
 
     /// Whether a sweep may start: a backlog, a free slot, credit.
     private var canSweep: Bool {
-        hasBacklog && slotsTaken < configuration.maxConcurrentHandlers && sweepCredit > 0 && (policies.isEmpty || handlers.contains(where: hasRoom))
+        sweep.mayStart(freeSlots: admission.free, anyHandlerHasRoom: policies.isEmpty || handlers.contains(where: hasRoom))
     }
 
     // MARK: Sweeping a backlog
@@ -401,25 +370,13 @@ struct RunnerStateMachine: Sendable {
     /// ``Configuration/sweepCreditPerTick`` a tick, until a sweep finds fewer than it asked for.
     mutating func backlogMayWait() -> [Action] {
         guard lifecycle == .running else { return [] }
-        beginBacklog()
+        sweep.begin()
         return nextClaimRound() + armSweepTick()
     }
 
-    private mutating func beginBacklog() {
-        guard !hasBacklog else { return }
-        hasBacklog = true
-        sweptInBacklog = 0
-        // A tenth of a tick's credit at once, so that a short backlog needs no wait.
-        sweepCredit = max(sweepCredit, configuration.sweepCreditPerTick / 10, 1)
-    }
-
-    /// The sweep's tick: its credit grows by a tick's worth, up to two ticks' worth (credit
-    /// unspent while every slot was busy does not pile up into a burst).
+    /// The sweep's tick: its credit grows (``BacklogSweep/tickCame()``), and a sweep may go.
     mutating func sweepTickDue() -> [Action] {
-        isSweepTickArmed = false
-        guard lifecycle == .running, hasBacklog else { return [] }
-        // A tick's credit is at most 2^40 (``Configuration/catchUp(rate:)``): no overflow here.
-        sweepCredit = min(sweepCredit + configuration.sweepCreditPerTick, 2 * configuration.sweepCreditPerTick)
+        guard sweep.tickCame(), lifecycle == .running else { return [] }
         return nextClaimRound() + armSweepTick()
     }
 
@@ -427,32 +384,32 @@ struct RunnerStateMachine: Sendable {
     /// claim round's, and ends the backlog when it found fewer than `limit`.
     mutating func sweepEnded(limit: Int, token: String, result: Result<[DurableTimerRecord], DurableTimerError>, now: Int64, elapsed: Int64) -> [Action] {
         isClaimRoundInFlight = false
-        sweeping = 0
         var actions: [Action] = []
+        let check: BacklogSweep.Check?
         switch result {
         case .failure(let error):
-            slotsTaken -= limit
+            admission.give(limit)
             actions.append(.report(error))
-            // Tried again after the retry delay, not at the next tick: no spinning on an error.
-            if hasBacklog {
-                hasBacklog = false
-                actions.append(.scheduleBacklogCheck(after: configuration.retryDelay))
-            }
+            check = sweep.ended(found: nil, limit: limit)
         case .success(let records):
-            slotsTaken -= limit - records.count
-            sweptInBacklog += records.count
+            admission.give(limit - records.count)
+            // What it left to handlers without room is swept at their next free slot.
+            check = sweep.ended(found: records.count, limit: limit)
             for record in records {
                 actions += adopt(StoredKey(record.key), record, token: token, now: now, elapsed: elapsed)
             }
             actions.append(.event(.claimed(requested: records.count, claimed: records.count)))
-            // What it left to handlers without room is swept at their next free slot.
-            backlogLeftTo.formUnion(sweepSkipped)
-            if records.count < limit, hasBacklog {
-                hasBacklog = false
-                // Rows other runners' sweeps held may come back when a claim lapses (its
-                // process died): looked at once more after a lease, if this backlog had any.
-                if sweptInBacklog > 0 { actions.append(.scheduleBacklogCheck(after: configuration.lease)) }
-            }
+        }
+        switch check {
+        case .afterRetryDelay?:
+            // Tried again after the retry delay, not at the next tick: no spinning on an error.
+            actions.append(.scheduleBacklogCheck(after: configuration.retryDelay))
+        case .afterLease?:
+            // Rows other runners' sweeps held may come back when a claim lapses (its process
+            // died): looked at once more after a lease, if this backlog had any.
+            actions.append(.scheduleBacklogCheck(after: configuration.lease))
+        case nil:
+            break
         }
         return actions + nextClaimRound() + checkDrained()
     }
@@ -470,7 +427,7 @@ struct RunnerStateMachine: Sendable {
         case .releasing(var run, let readyAt, _):
             // Its claim lapsed while it was being given back, and the sweep took the row: the old
             // release will be refused; this claim is given back instead.
-            slotsTaken -= 1
+            admission.give()
             run.token = token
             run.sequence = record.sequence
             occurrences[key]!.phase = .releasing(run, readyAt: readyAt, failures: 0)
@@ -483,7 +440,7 @@ struct RunnerStateMachine: Sendable {
         case .claiming, .running:
             // A handler of the key runs here (its claim lost, and the row freed by another
             // runner since): never two at once. Given back, and waited for before draining.
-            slotsTaken -= 1
+            admission.give()
             strays.append(Stray(key: key, token: token, sequence: record.sequence, readyAt: now))
             return [.release(key, token: token, sequence: record.sequence, readyAt: now)]
         }
@@ -496,22 +453,18 @@ struct RunnerStateMachine: Sendable {
     /// A lease check armed at `instant` (``Action/scheduleLeaseCheck(at:)``) is due: the
     /// backlog is swept for claims that lapsed.
     mutating func leaseCheckDue(at instant: Int64) -> [Action] {
-        leaseChecks.remove(instant)
+        leaseChecks.came(at: instant)
         return backlogMayWait()
     }
 
     /// Arms a lease check at the first whole second after `until`, unless one is armed then.
     private mutating func armLeaseCheck(at until: Int64) -> [Action] {
-        let second: Int64 = 1_000_000_000
-        let instant = until.addingSaturating(second - 1) / second * second
-        guard lifecycle == .running, leaseChecks.insert(instant).inserted else { return [] }
+        guard lifecycle == .running, let instant = leaseChecks.arm(after: until) else { return [] }
         return [.scheduleLeaseCheck(at: instant)]
     }
 
     private mutating func armSweepTick() -> [Action] {
-        guard hasBacklog, !isSweepTickArmed else { return [] }
-        isSweepTickArmed = true
-        return [.scheduleSweepTick(after: configuration.sweepTick)]
+        sweep.armTick() ? [.scheduleSweepTick(after: sweep.tick)] : []
     }
 
     /// A claim round ended: starts the runs it claimed (or parks, advances or gives back what it
@@ -621,7 +574,7 @@ struct RunnerStateMachine: Sendable {
                 // Claimed before its handler was known here (a sweep, a manual fire), and the
                 // handler's slots are all taken: given back (its attempt does not count), then it
                 // waits here for a slot.
-                slotsTaken -= 1
+                admission.give()
                 occurrences[key]!.waitsForSlot = true
                 return release(key, run, now: now)
             }
@@ -634,8 +587,8 @@ struct RunnerStateMachine: Sendable {
         var actions: [Action] = [.start(key, Start(record: record, plan: plan, token: token, claimedAt: now))]
         // Written with another lease than the handler's: the handler's is set at once.
         if lease != self.lease(for: record.handler) {
-            leaseFixes.append(key)
-            actions += renewHeld(now: now, all: false)
+            renewals.needsFix(key)
+            actions += renew(.fixes, now: now)
         }
         return actions + armRenewal()
     }
@@ -730,7 +683,7 @@ struct RunnerStateMachine: Sendable {
                 occurrences[key]!.waitsForSlot = false
                 occurrences[key]!.deferredReadyAt = nil
                 occurrences[key]!.phase = .queued(isManual: run.isManual)
-                waiting[run.handler, default: KeyQueue()].append(key)
+                admission.wait(key, for: run.handler)
                 return nextClaimRound()
             }
             // Retried while the process lives, so that a claim is not left to wait out its lease.
@@ -767,23 +720,16 @@ struct RunnerStateMachine: Sendable {
     /// The renewal tick: renews every held claim in one write, and arms the next tick while any
     /// claim is held.
     mutating func renewalDue(now: Int64) -> [Action] {
-        isRenewalArmed = false
+        renewals.tickCame()
         guard !held.isEmpty else { return [] }
-        return armRenewal() + renewHeld(now: now, all: true)
+        return armRenewal() + renew(.all, now: now)
     }
 
-    /// Renews the held claims (`all`), or those whose lease is not their handler's
-    /// (``leaseFixes``), each to its handler's lease from `now` — unless a renewal is in flight:
-    /// then the fixes wait for its end.
-    private mutating func renewHeld(now: Int64, all: Bool) -> [Action] {
-        guard !isRenewalInFlight else {
-            if all, !isFullRenewalPending, leaseFixesInFlight { isFullRenewalPending = true }
-            return []
-        }
-        leaseFixesInFlight = !all
-        isFullRenewalPending = false
-        let keys = all ? Array(held) : leaseFixes
-        leaseFixes = []
+    /// Renews the held claims (`.all`), or those whose lease is not their handler's (`.fixes`),
+    /// each to its handler's lease from `now` — unless a renewal is in flight: then they wait for
+    /// its end (``Renewals``).
+    private mutating func renew(_ scope: Renewals.Scope, now: Int64) -> [Action] {
+        guard let keys = renewals.keys(for: scope, held: held) else { return [] }
         let claims = keys.compactMap { key -> HeldClaim? in
             switch occurrences[key]?.phase {
             case .running(let run)?, .completing(let run, _)?:
@@ -792,7 +738,7 @@ struct RunnerStateMachine: Sendable {
             }
         }
         guard !claims.isEmpty else { return [] }
-        isRenewalInFlight = true
+        renewals.sent(scope)
         return [.renew(claims)]
     }
 
@@ -801,7 +747,7 @@ struct RunnerStateMachine: Sendable {
     /// whose lease has passed is cancelled too (another runner may claim it), and the failure is
     /// reported. Then the renewal that waited for this one goes.
     mutating func renewalEnded(_ claims: [HeldClaim], result: Result<Set<StoredKey>, DurableTimerError>, now: Int64) -> [Action] {
-        isRenewalInFlight = false
+        let next = renewals.ended()
         var actions: [Action] = []
         if case .failure(let error) = result { actions.append(.report(error)) }
         for claim in claims {
@@ -836,11 +782,7 @@ struct RunnerStateMachine: Sendable {
             }
         }
         // What waited for this renewal: a tick's (every held claim), or lease fixes.
-        if isFullRenewalPending {
-            actions += renewHeld(now: now, all: true)
-        } else if !leaseFixes.isEmpty {
-            actions += renewHeld(now: now, all: false)
-        }
+        if let next { actions += renew(next, now: now) }
         return actions
     }
 
@@ -887,9 +829,7 @@ struct RunnerStateMachine: Sendable {
     }
 
     private mutating func armRenewal() -> [Action] {
-        guard !isRenewalArmed else { return [] }
-        isRenewalArmed = true
-        return [.scheduleRenewal(after: renewalPeriod)]
+        renewals.armTick() ? [.scheduleRenewal(after: renewalPeriod)] : []
     }
 
     private mutating func checkDrained() -> [Action] {
