@@ -1,5 +1,9 @@
 import Dispatch
 
+// Over 400 lines, on purpose: the ring, the heap and the wheel share invariants (which level holds
+// an entry, the cursor, the counts) that Swift's file-scoped `private` keeps out of every other
+// file's reach; its tests are TimerStoreTests.
+
 /// The data structure that holds an engine's pending deadlines (C16): a ring of one-tick buckets
 /// and a small exact 4-ary heap for the next few seconds, behind a hierarchical timing wheel for
 /// everything later.

@@ -1,7 +1,17 @@
 import Foundation
 import PostgresNIO
+import TimerKit
 
 extension PostgresTimerStore {
+    /// The channel of a namespace's notifications: `timerkit_` and 16 hexadecimal digits of the
+    /// namespace's FNV-1a hash, so that an instance hears its own namespace's changes only (the
+    /// payload names the namespace too: a collision costs a decode, never a wrong arm). Lowercase:
+    /// `LISTEN` names are case-sensitive.
+    static func channel(for namespace: String) -> String {
+        let digits = String(StableHash.fnv1a(namespace.utf8), radix: 16)
+        return "timerkit_" + String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
     /// One notification's payload: what a write tells every instance listening on its namespace's
     /// channel. The statements build it with `json_build_object` from the fragments below, and the
     /// listener decodes it here: both sides take the field names from ``Field``.

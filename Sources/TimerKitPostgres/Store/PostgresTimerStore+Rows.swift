@@ -1,0 +1,99 @@
+import Foundation
+import Logging
+import PostgresNIO
+import TimerKit
+import TimerKitDurable
+
+// Rows and statements: the columns a record is read from and its decoding, the calls that fetch
+// records, and the wrapper of a statement that changes rows (it notifies other instances of the
+// rows ready within the horizon and records a run with it).
+extension PostgresTimerStore {
+    /// The columns a record is read from, in `record(_:)`'s order.
+    static let allColumns = columns(prefix: "")
+
+    static func columns(prefix: String) -> String {
+        [
+            "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
+            "skipped", "last_error", "parked", "owner", "lease_until_ns", "paused", "trace_context"
+        ].map { prefix + $0 }.joined(separator: ", ")
+    }
+
+    static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
+        let (
+            namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner,
+            leaseUntil, paused, traceContext
+        ) =
+            try row.decode(
+                (
+                    String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?, Int16,
+                    String?
+                )
+                .self)
+        // A form this version cannot read is a defect the runner parks the timer for, never an
+        // error that stops every other timer's load.
+        var defects: [String] = []
+        let policy = StoredForms.misfire(from: misfire)
+        if policy == nil { defects.append("the misfire policy '\(misfire)' is unknown") }
+        let recurrence = StoredForms.recurrence(interval: interval, rule: rule)
+        if recurrence == nil { defects.append("its calendar rule is in a form this version cannot read") }
+        var record = DurableTimerRecord(
+            namespace: namespace, key: key, handler: handler, payload: payload, recurrence: recurrence ?? .none, misfire: policy ?? .once, due: due)
+        if !defects.isEmpty { record.defect = defects.joined(separator: "; ") }
+        record.readyAt = readyAt
+        record.sequence = sequence
+        record.fireCount = fireCount
+        record.attempts = Int(attempts)
+        record.skipped = Int(skipped)
+        record.lastError = lastError
+        record.isParked = parked
+        record.isPaused = paused != 0
+        record.owner = owner
+        record.leaseUntil = leaseUntil
+        record.traceContext = StoredForms.traceContext(from: traceContext)
+        return record
+    }
+
+    func fetchAll(_ query: PostgresQuery) async throws(DurableTimerError) -> [DurableTimerRecord] {
+        try await call { connection, logger in
+            var records: [DurableTimerRecord] = []
+            for try await row in try await connection.query(query, logger: logger) { records.append(try Self.record(row)) }
+            return records
+        }
+    }
+
+    func fetchOne(_ query: PostgresQuery) async throws(DurableTimerError) -> DurableTimerRecord? {
+        try await fetchAll(query).first
+    }
+
+    /// Runs a statement that returns (key, handler, ready time) of the rows it changed; with a
+    /// namespace to notify, tells its other instances of a row ready within the horizon. Returns
+    /// whether a row changed.
+    func changed(_ query: PostgresQuery, notifying namespace: String?, recording run: (run: DurableTimerRun, namespace: String)? = nil, keep: Int = 0)
+        async throws(DurableTimerError) -> Bool
+    {
+        var sql = query
+        var binds = query.binds
+        let recorded = run.map { Self.recordingCTE($0.run, namespace: $0.namespace, keep: keep, binds: &binds) } ?? ""
+        if let namespace {
+            sql = PostgresQuery(
+                unsafeSQL: """
+                    WITH changed AS (\(query.sql)),\(recorded.isEmpty ? "" : recorded + ",")
+                    notified AS (
+                        SELECT pg_notify('\(Self.channel(for: namespace))', \(Notice.ready))
+                        FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
+                    )
+                    SELECT count(*), (SELECT count(*) FROM notified) FROM changed
+                    """, binds: binds)
+        } else if !recorded.isEmpty {
+            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)),\(recorded) SELECT count(*), 0::bigint FROM changed", binds: binds)
+        } else {
+            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)) SELECT count(*), 0::bigint FROM changed", binds: query.binds)
+        }
+        let final = sql
+        return try await call(.reserved) { connection, logger in
+            var count: Int64 = 0
+            for try await (changed, _) in try await connection.query(final, logger: logger).decode((Int64, Int64).self) { count = changed }
+            return count > 0
+        }
+    }
+}
