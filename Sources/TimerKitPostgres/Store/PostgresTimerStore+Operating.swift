@@ -10,17 +10,11 @@ extension PostgresTimerStore {
     // MARK: History
 
     /// Common table expressions (`recorded`, `pruned`; to follow a comma) that record `run` once the statement's
-    /// `changed` rows exist, and keeps the timer's last `keep` runs; its values are appended to
-    /// `binds`. Data-modifying CTEs run whether or not the query reads them, in its transaction.
-    static func recordingCTE(_ run: DurableTimerRun, namespace: String, keep: Int, binds: inout PostgresBindings) -> String {
-        func bind(_ value: String) -> String {
-            binds.append(value)
-            return "$\(binds.count)"
-        }
-        func bind(_ value: Int64) -> String {
-            binds.append(value)
-            return "$\(binds.count)::bigint"
-        }
+    /// `changed` rows exist, and keeps the timer's last `keep` runs; its values are bound on
+    /// `statement`, after what it holds. Data-modifying CTEs run whether or not the query reads them, in its transaction.
+    static func recordingCTE(_ run: DurableTimerRun, namespace: String, keep: Int, into statement: inout Statement) -> String {
+        func bind(_ value: String) -> String { statement.bind(value) }
+        func bind(_ value: Int64) -> String { statement.bind(value) }
         let error: String
         if let text = run.error {
             error = bind(text)
@@ -194,10 +188,12 @@ extension PostgresTimerStore {
                 return keys
             }
             guard let last = keys.last else { return changed }
-            let statement = change(keys)
+            var statement = Statement(startingWith: change(keys))
+            statement.prepend("WITH c AS (")
+            statement.append(" RETURNING 1) SELECT count(*) FROM c")
+            let counting = statement.query
             changed += try await call { connection, logger in
-                let result = try await connection.query(
-                    PostgresQuery(unsafeSQL: "WITH c AS (\(statement.sql) RETURNING 1) SELECT count(*) FROM c", binds: statement.binds), logger: logger)
+                let result = try await connection.query(counting, logger: logger)
                 var count: Int64 = 0
                 for try await value in result.decode(Int64.self) { count = value }
                 return Int(count)

@@ -54,26 +54,26 @@ extension PostgresTimerStore {
         -> [DurableTimerRecord]
     {
         let (conditions, statuses, values) = filter.clauses(namespace: namespace, now: now, afterKey: afterKey, dialect: .postgres)
-        var bindings = PostgresBindings(capacity: values.count + 1)
+        // The filter's conditions name its values' placeholders, in order: bound first, then the limit.
+        var statement = Statement()
         for value in values {
             switch value {
-            case .text(let text): bindings.append(text)
-            case .integer(let integer): bindings.append(integer)
+            case .text(let text): _ = statement.bind(text)
+            case .integer(let integer): _ = statement.bind(integer)
             }
         }
-        bindings.append(Int64(limit))
-        return try await fetchAll(
-            PostgresQuery(
-                unsafeSQL: statuses.map { statuses in
-                    // The key-ordered scan in a subquery the planner keeps whole (OFFSET 0): the
-                    // statuses filter its rows as they come, and the limit stops it.
-                    """
-                    SELECT \(Self.allColumns) FROM (
-                        SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key OFFSET 0
-                    ) AS t WHERE \(statuses) ORDER BY key LIMIT $\(values.count + 1)
-                    """
-                } ?? "SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key LIMIT $\(values.count + 1)",
-                binds: bindings))
+        let limit = statement.bind(Int64(limit))
+        statement.append(
+            statuses.map { statuses in
+                // The key-ordered scan in a subquery the planner keeps whole (OFFSET 0): the
+                // statuses filter its rows as they come, and the limit stops it.
+                """
+                SELECT \(Self.allColumns) FROM (
+                    SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key OFFSET 0
+                ) AS t WHERE \(statuses) ORDER BY key LIMIT \(limit)
+                """
+            } ?? "SELECT \(Self.allColumns) FROM timerkit_timers WHERE \(conditions) ORDER BY key LIMIT \(limit)")
+        return try await fetchAll(statement.query)
     }
 
     func count(namespace: String) async throws(DurableTimerError) -> Int {

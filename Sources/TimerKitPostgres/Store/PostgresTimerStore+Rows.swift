@@ -71,29 +71,43 @@ extension PostgresTimerStore {
     func changed(_ query: PostgresQuery, notifying namespace: String?, recording run: (run: DurableTimerRun, namespace: String)? = nil, keep: Int = 0)
         async throws(DurableTimerError) -> Bool
     {
-        var sql = query
-        var binds = query.binds
-        let recorded = run.map { Self.recordingCTE($0.run, namespace: $0.namespace, keep: keep, binds: &binds) } ?? ""
-        if let namespace {
-            sql = PostgresQuery(
-                unsafeSQL: """
-                    WITH changed AS (\(query.sql)),\(recorded.isEmpty ? "" : recorded + ",")
-                    notified AS (
-                        SELECT pg_notify('\(Self.channel(for: namespace))', \(Notice.ready))
-                        FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(notifyWithin)
-                    )
-                    SELECT count(*), (SELECT count(*) FROM notified) FROM changed
-                    """, binds: binds)
-        } else if !recorded.isEmpty {
-            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)),\(recorded) SELECT count(*), 0::bigint FROM changed", binds: binds)
-        } else {
-            sql = PostgresQuery(unsafeSQL: "WITH changed AS (\(query.sql)) SELECT count(*), 0::bigint FROM changed", binds: query.binds)
-        }
-        let final = sql
+        let final = Self.changedStatement(query, notifying: namespace.map { ($0, notifyWithin) }, recording: run, keep: keep)
         return try await call(.reserved) { connection, logger in
             var count: Int64 = 0
             for try await (changed, _) in try await connection.query(final, logger: logger).decode((Int64, Int64).self) { count = changed }
             return count > 0
         }
+    }
+
+    /// The statement ``changed(_:notifying:recording:keep:)`` runs: `query` as the CTE `changed`,
+    /// then the run's record and the history's pruning (`recording`), then the notification of
+    /// the rows ready within `notifying.within` nanoseconds of now, and the counts. Every value is
+    /// bound, numbered as it is added.
+    static func changedStatement(
+        _ query: PostgresQuery, notifying: (namespace: String, within: Int64)?, recording run: (run: DurableTimerRun, namespace: String)?, keep: Int
+    ) -> PostgresQuery {
+        var statement = Statement(startingWith: query)
+        statement.prepend("WITH changed AS (")
+        statement.append(")")
+        if let run {
+            let recorded = recordingCTE(run.run, namespace: run.namespace, keep: keep, into: &statement)
+            statement.append("," + recorded)
+        }
+        guard let notifying else {
+            statement.append("\nSELECT count(*), 0::bigint FROM changed")
+            return statement.query
+        }
+        let channelPlaceholder = statement.bind(Self.channel(for: notifying.namespace))
+        let within = statement.bind(notifying.within)
+        statement.append(
+            """
+            ,
+            notified AS (
+                SELECT pg_notify(\(channelPlaceholder), \(Notice.ready))
+                FROM changed WHERE ready_at_ns <= timerkit_now_ns() + \(within)
+            )
+            SELECT count(*), (SELECT count(*) FROM notified) FROM changed
+            """)
+        return statement.query
     }
 }
