@@ -105,7 +105,9 @@ extension RealTime {
             other.endRun()
         }
 
-        @Test("C8: a callback whose cancel() returned false had begun its run, and has run once when cancelAndWait() returns; one whose cancel() returned true never runs")
+        @Test(
+            "C8: a callback whose cancel() returned false had begun its run, and has run once when cancelAndWait() returns; one whose cancel() returned true never runs"
+        )
         func cancelRacesTheEngineThread() async throws {
             let clock = TimerClock.dedicated(.continuous)
             defer { clock.shutdown() }
