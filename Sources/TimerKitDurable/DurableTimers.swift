@@ -229,12 +229,14 @@ public final class DurableTimers: Sendable {
         if let changes = store.changes(namespace: namespace) { runner.follow(changes) }
         if let offsets = store.clockOffsetChanges() { runner.follow(offsets: offsets) }
         if await runner.untilStoreOpens() {
+            runner.startHeartbeat()
             await runner.refill()
         } else {
             let (store, runner) = (store, runner)
             runner.spawn {
                 await store.untilOpen()
-                await runner.refill()  // nothing once the runner has stopped
+                runner.startHeartbeat()  // nothing once the runner has stopped
+                await runner.refill()
             }
         }
     }
@@ -262,8 +264,8 @@ public final class DurableTimers: Sendable {
     /// occurrence runs again elsewhere.
     public func shutdown(gracePeriod: Duration = .seconds(30)) async {
         await runner.shutdown(gracePeriod: gracePeriod)
-        // Recorded alive at its first load: a runner never started left no record.
-        if runner.horizonLoads.count > 0 { try? await store.removeInstance(namespace: namespace, id: owner) }
+        // A runner whose store never opened left no record.
+        if runner.hasRecordedAlive { try? await store.removeInstance(namespace: namespace, id: owner) }
     }
 
     // MARK: Plumbing

@@ -3,7 +3,7 @@ import Testing
 @testable import TimerKitDurable
 
 /// The parts the runner's state machine is composed of, each alone: renewals, handler slots, the
-/// backlog's sweep and the lease checks. The seeded model (`RunnerModelTests`) checks them
+/// backlog's sweep, the lease checks and the loads. The seeded model (`RunnerModelTests`) checks them
 /// together, under random events.
 @Suite("The runner's state machine: its parts")
 struct RunnerComponentTests {
@@ -153,5 +153,49 @@ struct RunnerComponentTests {
         #expect(again == 2_000_000_000)
         let end = checks.arm(after: .max)
         #expect(end != nil, "no overflow at the end of time")
+    }
+
+    @Test("Loads: one load of the horizon at a time; requests that come meanwhile are served by one more load, however many they are")
+    func horizonLoadsCoalesce() {
+        var loads = Loads()
+        let first = loads.requestHorizon()
+        let during = [loads.requestHorizon(), loads.requestHorizon(), loads.requestHorizon()]
+        #expect(first && during == [false, false, false])
+        #expect(loads.horizon == .loading(again: true))
+        let again = loads.horizonEnded()
+        #expect(again, "the requests that came are served by one more load")
+        let done = loads.horizonEnded()
+        #expect(!done && loads.horizon == .idle, "and no more")
+        let next = loads.requestHorizon()
+        #expect(next, "a request after the loads begins one")
+    }
+
+    @Test("Loads: a horizon cut short goes on from its cursor, unless a reload came while it read; then it starts from the beginning")
+    func horizonPieces() {
+        let cut = DurableTimerCursor(readyAt: 42, key: "k")
+        var loads = Loads()
+        let start = loads.start
+        #expect(start.after == nil)
+        loads.horizonRead(from: start, cutAt: cut)
+        #expect(loads.start.after == cut, "the next piece goes on from the cursor")
+        let piece = loads.start
+        loads.reload()
+        #expect(loads.start.after == nil)
+        loads.horizonRead(from: piece, cutAt: DurableTimerCursor(readyAt: 50, key: "m"))
+        #expect(loads.resumeAfter == nil, "a load that began before the reload leaves no cursor")
+        loads.horizonRead(from: loads.start, cutAt: nil)
+        #expect(loads.resumeAfter == nil, "a load that read everything leaves none either")
+    }
+
+    @Test("Loads: one window load at a time; the windows asked for meanwhile are merged into one load after it")
+    func windowsMerge() {
+        var loads = Loads()
+        let first = loads.requestWindow(10...20)
+        let during = [loads.requestWindow(30...40), loads.requestWindow(5...8)]
+        #expect(first == 10...20 && during == [nil, nil])
+        let merged = loads.windowEnded()
+        #expect(merged == 5...40)
+        let none = loads.windowEnded()
+        #expect(none == nil && loads.window == .idle)
     }
 }

@@ -278,6 +278,8 @@ struct ModelWorld {
                 processes[index].handlers[key] = handler
             case .renew(let claims): call(index, .renew(claims, reading: processes[index].reading(now)))
             case .scheduleRenewal(let delay): processes[index].timers.append(.init(at: now + delay, timer: .renewal))
+            // An event the machine's state rules out is a defect (a debug build stops at it).
+            case .report(.store(let reason)) where reason.hasPrefix(Machine.ruledOut): violations.append(reason)
             case .report, .event: break
             case .drained: drained(index)
             }

@@ -75,30 +75,17 @@ extension DurableTimers {
             /// The runs whose handlers run here.
             var runs: [StoredKey: RunHandle] = [:]
             var refill: ScheduledCallback?
-            /// A load of the horizon is under way; the requests that came meanwhile wait for the
-            /// next one (see ``Runner/refill()``).
-            var loading = false
+            /// The requests for a load of the horizon that came while one ran: the next load
+            /// serves them (see ``Runner/refill()``).
             var loadWaiters: [CheckedContinuation<Bool, Never>] = []
-            /// A load of a window is under way (beside a load of the horizon: a window written
-            /// meanwhile must not wait for a horizon of a million), and the windows asked for
-            /// while it ran, merged (see ``Runner/loadWindow(from:through:)``).
-            var loadingWindow = false
-            var pendingWindow: ClosedRange<Int64>?
-            /// Where the next load of the horizon goes on from: the last timer a load cut short at
-            /// ``Options/maximumArmed`` read; `nil` to start from the beginning.
-            var resumeAfter: DurableTimerCursor?
-            /// How many times the horizon, and windows of it, were loaded (tests: reloads coalesce).
-            var horizonLoads = 0
-            var windowLoads = 0
-            /// Counts the notifications to load everything again: a load under way that began
-            /// before one does not leave a cursor to go on from (see ``resumeAfter``).
-            var restarts = 0
             var renewal: ScheduledCallback?
             var follower: Task<Void, Never>?
-            /// Follows the store's clock offset (see ``Runner/follow(offsets:)``), and how many
-            /// times it re-armed (tests).
+            /// Follows the store's clock offset (see ``Runner/follow(offsets:)``).
             var offsetFollower: Task<Void, Never>?
-            var rearmings = 0
+            /// The next heartbeat, and whether one began (see ``Runner/startHeartbeat()``).
+            var heartbeat: ScheduledCallback?
+            var hasBeaten = false
+            var probes = Probes()
             /// Shutdowns waiting for the machine to drain (or their grace period to end).
             var drainWaiters: [CheckedContinuation<Void, Never>] = []
             /// `run()` calls waiting for a shutdown to begin.
@@ -106,8 +93,14 @@ extension DurableTimers {
             /// One-shots' ends waiting for the next deletion round, and whether one is under way.
             var deletions: [(key: StoredKey, completion: DurableCompletion)] = []
             var isDeleting = false
-            /// When this runner last recorded itself alive (``DurableInstance``), store time.
-            var lastHeartbeat: Int64?
+        }
+
+        /// What tests look at, and nothing else does: counts of the runner's own work.
+        struct Probes {
+            /// How many times the horizon was loaded (reloads coalesce).
+            var horizonLoads = 0
+            /// How many times a move of the store's clock offset re-armed the future wake-ups.
+            var rearmings = 0
         }
 
         let state: Locked<State>
@@ -187,14 +180,14 @@ extension DurableTimers {
         var isStarted: Bool { state.withLock { $0.machine.lifecycle == .running } }
 
         /// How many times the horizon was loaded, and whether a load is under way.
-        package var horizonLoads: (count: Int, loading: Bool) { state.withLock { ($0.horizonLoads, $0.loading) } }
+        package var horizonLoads: (count: Int, loading: Bool) { state.withLock { ($0.probes.horizonLoads, $0.machine.loads.horizon != .idle) } }
 
         /// Wake-ups held (armed, not yet fired), and the machine's occurrences (tests: nothing is
         /// kept for a timer that has run).
         package var retained: (wakeUps: Int, occurrences: Int) { state.withLock { ($0.wakeUps.count, $0.machine.occurrences.count) } }
 
         /// How many times a move of the store's clock offset re-armed the future wake-ups.
-        package var rearmings: Int { state.withLock { $0.rearmings } }
+        package var rearmings: Int { state.withLock { $0.probes.rearmings } }
 
         func isRunning(_ key: String) -> Bool { state.withLock { $0.machine.isRunning(StoredKey(key)) } }
 
@@ -215,8 +208,9 @@ extension DurableTimers {
                 state.follower = nil
                 state.offsetFollower?.cancel()
                 state.offsetFollower = nil
-                let cancelled = [state.refill].compactMap { $0 }
+                let cancelled = [state.refill, state.heartbeat].compactMap { $0 }
                 state.refill = nil
+                state.heartbeat = nil
                 defer { state.stopWaiters = [] }
                 return (actions, cancelled, state.stopWaiters)
             }

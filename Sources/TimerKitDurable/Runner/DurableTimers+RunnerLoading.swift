@@ -2,8 +2,8 @@ import Foundation
 import TimerKit
 
 // The runner's loads: the horizon (what comes due soon, armed in memory; the overdue left to the
-// backlog's sweep), the windows a batch's notification names, the changes other instances send,
-// and the instance's heartbeat and history pruning that ride on the refill.
+// backlog's sweep), the windows a batch's notification names, and the changes other instances
+// send. The machine decides when a load runs and where it starts (``Loads``); this file reads.
 extension DurableTimers.Runner {
     /// Loads the horizon (``loadHorizon()``), coalescing requests: one load runs at a time, and
     /// every request that comes while it runs is served by one more load after it (a burst of
@@ -17,12 +17,9 @@ extension DurableTimers.Runner {
         guard isStarted else { return }
         let leads: Bool = await withCheckedContinuation { continuation in
             let leads = state.withLock { state -> Bool in
-                if state.loading {
-                    state.loadWaiters.append(continuation)
-                    return false
-                }
-                state.loading = true
-                return true
+                if state.machine.horizonLoadRequested() { return true }
+                state.loadWaiters.append(continuation)
+                return false
             }
             if leads { continuation.resume(returning: true) }
         }
@@ -31,35 +28,14 @@ extension DurableTimers.Runner {
         while true {
             await loadHorizon()
             for waiter in served { waiter.resume(returning: false) }
-            served = state.withLock { state in
+            let again: Bool
+            (again, served) = state.withLock { state in
                 defer { state.loadWaiters = [] }
-                if state.loadWaiters.isEmpty { state.loading = false }
-                return state.loadWaiters
+                return (state.machine.horizonLoadEnded(), state.loadWaiters)
             }
-            if served.isEmpty { return }
+            if !again { return }
         }
     }
-
-    /// Records this instance as alive (``DurableTimers/instances()``), and prunes the run history
-    /// by age, a batch per load: once per load of the horizon.
-    private func recordAlive(now: Int64) async {
-        let options = context.options
-        let instance = DurableInstance(
-            namespace: context.namespace, id: owner, host: ProcessInfo.processInfo.hostName, processID: ProcessInfo.processInfo.processIdentifier,
-            handlers: handlerNames, started: now, seen: now, interval: options.horizon.saturatingNanoseconds / 2)
-        do {
-            try await context.store.heartbeat(instance)
-            if options.history.runsPerTimer > 0 {
-                let before = now.addingSaturating(-options.history.maxAge.saturatingNanoseconds)
-                _ = try await context.store.pruneHistory(namespace: context.namespace, endedBefore: before, limit: Self.pruneBatch)
-            }
-        } catch {
-            options.onError(error)
-        }
-    }
-
-    /// The most history rows one prune removes: a short write, however much has aged out.
-    static let pruneBatch = 5_000
 
     /// Loads the timers ready from `from` through `through` (a batch another instance wrote, too
     /// large to be told of one by one), within what is loaded. One window load runs at a time,
@@ -67,25 +43,12 @@ extension DurableTimers.Runner {
     /// after it (a storm of batches costs a load per batch at most, fewer when they come faster
     /// than a load takes).
     func loadWindow(from: Int64, through: Int64) {
-        guard isStarted, from <= through else { return }
-        let leads = state.withLock { state -> Bool in
-            guard !state.loadingWindow else {
-                state.pendingWindow = state.pendingWindow.map { min($0.lowerBound, from)...max($0.upperBound, through) } ?? from...through
-                return false
-            }
-            state.loadingWindow = true
-            return true
-        }
-        guard leads else { return }
+        guard from <= through, let first = state.withLock({ $0.machine.windowLoadRequested(from...through) }) else { return }
         spawn {
-            var next: ClosedRange<Int64>? = from...through
+            var next: ClosedRange<Int64>? = first
             while let window = next {
                 await self.loadWindow(window)
-                next = self.state.withLock { state in
-                    defer { state.pendingWindow = nil }
-                    if state.pendingWindow == nil { state.loadingWindow = false }
-                    return state.pendingWindow
-                }
+                next = self.state.withLock { $0.machine.windowLoadEnded() }
             }
         }
     }
@@ -104,32 +67,18 @@ extension DurableTimers.Runner {
         let began = context.monotonicNow()
         let options = context.options
         let now = context.now()
-        // The next piece waits until the runner holds fewer than half a piece: its memory is
-        // bounded by the piece.
-        let holding = state.withLock { $0.resumeAfter != nil && $0.machine.occurrences.count >= max(options.maximumArmed / 2, 1) }
-        if holding {
+        let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
+        let begins = state.withLock { state in
+            let start = state.machine.horizonLoadBegins(until: until, piece: options.maximumArmed)
+            if start != nil { state.probes.horizonLoads += 1 }
+            return start
+        }
+        guard let start = begins else {
+            // The next piece waits until the runner holds fewer than half a piece.
             scheduleRefill(at: now.addingSaturating(1_000_000_000))
             return
         }
-        let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
-        // Recorded alive at most every sixth of the horizon: loads that notifications ask for (a
-        // reload storm) do not each write a record.
-        let heartbeatDue = state.withLock { state -> Bool in
-            guard state.resumeAfter == nil, state.lastHeartbeat.map({ $0.duration(to: now) >= options.horizon.saturatingNanoseconds / 6 }) ?? true else {
-                return false
-            }
-            state.lastHeartbeat = now
-            return true
-        }
-        if heartbeatDue { spawn { await self.recordAlive(now: now) } }
-        // What another instance writes while this load reads is armed as it is told (up to the
-        // horizon), not dropped as "beyond what is loaded": a row committed behind the load's
-        // position would otherwise wait for the next load.
-        let (startingAfter, restarts) = state.withLock { state in
-            state.horizonLoads += 1
-            if state.resumeAfter == nil { state.machine.loaded(until: until) }
-            return (state.resumeAfter, state.restarts)
-        }
+        let startingAfter = start.after
         // A second back: a timer just due is armed, as it would have been on time (and a clock a
         // little ahead of the store's cannot leave one between the load and the sweep).
         let recent = DurableTimerCursor(readyAt: now.addingSaturating(-Self.recentlyDue), key: "")
@@ -156,15 +105,7 @@ extension DurableTimers.Runner {
             return
         }
         let loadedUntil = truncated ? loaded.last!.readyAt : until
-        state.withLock { state in state.resumeAfter = truncated && state.restarts == restarts ? cursor : nil }
-        transition { machine in
-            machine.loaded(until: loadedUntil)
-            var actions: [Machine.Action] = []
-            for timer in loaded {
-                actions += machine.load(StoredKey(timer.key), readyAt: timer.readyAt, handler: timer.handler)
-            }
-            return actions + machine.backlogMayWait()
-        }
+        transition { $0.horizonLoaded(loaded, from: start, until: loadedUntil, cutAt: truncated ? cursor : nil) }
         context.options.onEvent(.loaded(scope: .horizon, timers: loaded.count, duration: .nanoseconds(context.monotonicNow() - began)))
         let next = truncated ? max(loadedUntil, now.addingSaturating(1_000_000)) : now.addingSaturating(options.horizon.saturatingNanoseconds / 2)
         scheduleRefill(at: next)
@@ -177,10 +118,7 @@ extension DurableTimers.Runner {
     private func loadWindow(_ window: ClosedRange<Int64>) async {
         guard isStarted else { return }
         let began = context.monotonicNow()
-        let loadedUntil = state.withLock { state in
-            state.windowLoads += 1
-            return state.machine.loadedUntil
-        }
+        let loadedUntil = state.withLock { $0.machine.loadedUntil }
         let through = min(window.upperBound, loadedUntil)
         guard window.lowerBound <= through else { return }
         // Keys are never empty: a cursor at the window's first instant with the empty key takes
@@ -227,10 +165,7 @@ extension DurableTimers.Runner {
                 case .removed(let key): self.transition { $0.removed(StoredKey(key)) }
                 case .reload:
                     // Changes may have been missed anywhere: the load starts from the beginning.
-                    self.state.withLock { state in
-                        state.resumeAfter = nil
-                        state.restarts += 1
-                    }
+                    self.state.withLock { $0.machine.reloadRequested() }
                     self.spawn { await self.refill() }
                 case .window(let from, let through): self.loadWindow(from: from, through: through)
                 }
@@ -278,6 +213,6 @@ extension DurableTimers.Runner {
             }
         }
         for wakeUp in armed { armWakeUp(wakeUp.key, at: wakeUp.readyAt, generation: wakeUp.generation) }
-        state.withLock { $0.rearmings += 1 }
+        state.withLock { $0.probes.rearmings += 1 }
     }
 }

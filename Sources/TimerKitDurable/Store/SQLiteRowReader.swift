@@ -3,23 +3,15 @@ import GRDB
 
 /// Reads a row's columns without GRDB's conversions, which trap on a value of the wrong type:
 /// a value that does not convert reads as a placeholder and is noted as a defect.
-struct SQLiteRowReader {
+struct SQLiteRowReader: StoredColumnReader {
     let row: Row
     var defects: [String] = []
-
-    mutating func integer(_ column: String) -> Int64 {
-        optionalInteger(column) ?? missing(column, 0)
-    }
 
     mutating func optionalInteger(_ column: String) -> Int64? {
         let value: DatabaseValue = row[column] ?? .null
         if value.isNull { return nil }
         if case .int64(let integer) = value.storage { return integer }
         return wrong(column, value, nil)
-    }
-
-    mutating func text(_ column: String) -> String {
-        optionalText(column) ?? missing(column, "")
     }
 
     mutating func optionalText(_ column: String) -> String? {
@@ -41,10 +33,7 @@ struct SQLiteRowReader {
         }
     }
 
-    private mutating func missing<T>(_ column: String, _ placeholder: T) -> T {
-        defects.append("\(column) is empty")
-        return placeholder
-    }
+    mutating func flag(_ column: String) -> Bool { integer(column) != 0 }
 
     private mutating func wrong<T>(_ column: String, _ value: DatabaseValue, _ placeholder: T) -> T {
         defects.append("\(column) holds \(value.description.prefix(64)), not a value of its type")

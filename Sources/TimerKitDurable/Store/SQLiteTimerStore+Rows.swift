@@ -9,35 +9,10 @@ extension SQLiteTimerStore {
         return ("AND (ready_at_ns, key) > (?, ?)", [cursor.readyAt, cursor.key])
     }
 
-    /// A row as a record, whatever it holds: a value of the wrong type, an unknown misfire policy or
-    /// rule form (written by hand, or by a newer version) is a ``DurableTimerRecord/defect``, which
-    /// the runner parks the timer for. Reading a row never throws and never traps.
+    /// A row as a record, whatever it holds (see ``DurableTimerRecord/init(reading:)``).
     static func record(_ row: Row) -> DurableTimerRecord {
         var reader = SQLiteRowReader(row: row)
-        let key = reader.text("key")
-        let misfireText = reader.text("misfire")
-        let misfire = StoredForms.misfire(from: misfireText)
-        if misfire == nil { reader.defects.append("the misfire policy '\(misfireText)' is unknown") }
-        let recurrence = StoredForms.recurrence(interval: reader.optionalInteger("interval_ns"), rule: reader.optionalText("rule"))
-        if recurrence == nil { reader.defects.append("its calendar rule is in a form this version cannot read") }
-        var record = DurableTimerRecord(
-            namespace: reader.text("namespace"), key: key, handler: reader.text("handler"), payload: reader.blob("payload"), recurrence: recurrence ?? .none,
-            misfire: misfire ?? .once, due: reader.integer("due_ns"))
-        record.readyAt = reader.integer("ready_at_ns")
-        record.sequence = reader.integer("sequence")
-        record.fireCount = reader.integer("fire_count")
-        record.attempts = Int(clamping: reader.integer("attempts"))
-        record.skipped = Int(clamping: reader.integer("skipped"))
-        record.lastError = reader.optionalText("last_error")
-        record.isParked = reader.integer("parked") != 0
-        record.isPaused = reader.integer("paused") != 0
-        record.owner = reader.optionalText("owner")
-        record.leaseUntil = reader.optionalInteger("lease_until_ns")
-        // A context that does not read is no defect: the timer runs, in a trace of its own.
-        var lenient = SQLiteRowReader(row: row)
-        record.traceContext = StoredForms.traceContext(from: lenient.optionalText("trace_context"))
-        if !reader.defects.isEmpty { record.defect = reader.defects.joined(separator: "; ") }
-        return record
+        return DurableTimerRecord(reading: &reader)
     }
 
     /// Runs `body` in one `BEGIN IMMEDIATE` transaction on the store's executor.

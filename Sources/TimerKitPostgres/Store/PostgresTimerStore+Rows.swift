@@ -8,55 +8,29 @@ import TimerKitDurable
 // records, and the wrapper of a statement that changes rows (it notifies other instances of the
 // rows ready within the horizon and records a run with it).
 extension PostgresTimerStore {
-    /// The columns a record is read from, in `record(_:)`'s order.
+    /// The columns a record is read from, in this order (``PostgresColumnReader``).
+    static let recordColumns = [
+        "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
+        "skipped", "last_error", "parked", "owner", "lease_until_ns", "paused", "trace_context"
+    ]
+
+    /// The record's columns for a statement's select list or `RETURNING`.
     static let allColumns = columns(prefix: "")
 
     static func columns(prefix: String) -> String {
-        [
-            "namespace", "key", "handler", "payload", "interval_ns", "rule", "misfire", "due_ns", "ready_at_ns", "sequence", "fire_count", "attempts",
-            "skipped", "last_error", "parked", "owner", "lease_until_ns", "paused", "trace_context"
-        ].map { prefix + $0 }.joined(separator: ", ")
+        recordColumns.map { prefix + $0 }.joined(separator: ", ")
     }
 
-    static func record(_ row: PostgresRow) throws -> DurableTimerRecord {
-        let (
-            namespace, key, handler, payload, interval, rule, misfire, due, readyAt, sequence, fireCount, attempts, skipped, lastError, parked, owner,
-            leaseUntil, paused, traceContext
-        ) =
-            try row.decode(
-                (
-                    String, String, String, Data, Int64?, String?, String, Int64, Int64, Int64, Int64, Int32, Int32, String?, Bool, String?, Int64?, Int16,
-                    String?
-                )
-                .self)
-        // A form this version cannot read is a defect the runner parks the timer for, never an
-        // error that stops every other timer's load.
-        var defects: [String] = []
-        let policy = StoredForms.misfire(from: misfire)
-        if policy == nil { defects.append("the misfire policy '\(misfire)' is unknown") }
-        let recurrence = StoredForms.recurrence(interval: interval, rule: rule)
-        if recurrence == nil { defects.append("its calendar rule is in a form this version cannot read") }
-        var record = DurableTimerRecord(
-            namespace: namespace, key: key, handler: handler, payload: payload, recurrence: recurrence ?? .none, misfire: policy ?? .once, due: due)
-        if !defects.isEmpty { record.defect = defects.joined(separator: "; ") }
-        record.readyAt = readyAt
-        record.sequence = sequence
-        record.fireCount = fireCount
-        record.attempts = Int(attempts)
-        record.skipped = Int(skipped)
-        record.lastError = lastError
-        record.isParked = parked
-        record.isPaused = paused != 0
-        record.owner = owner
-        record.leaseUntil = leaseUntil
-        record.traceContext = StoredForms.traceContext(from: traceContext)
-        return record
+    /// A row as a record, whatever it holds (see ``DurableTimerRecord/init(reading:)``).
+    static func record(_ row: PostgresRow) -> DurableTimerRecord {
+        var reader = PostgresColumnReader(row)
+        return DurableTimerRecord(reading: &reader)
     }
 
     func fetchAll(_ query: PostgresQuery) async throws(DurableTimerError) -> [DurableTimerRecord] {
         try await call { connection, logger in
             var records: [DurableTimerRecord] = []
-            for try await row in try await connection.query(query, logger: logger) { records.append(try Self.record(row)) }
+            for try await row in try await connection.query(query, logger: logger) { records.append(Self.record(row)) }
             return records
         }
     }

@@ -62,7 +62,7 @@ extension PostgresTimerStore {
         /// way: `SKIP LOCKED` passed it by).
         func decodeRow(_ row: PostgresRow) throws -> (record: DurableTimerRecord, claimed: Bool, locked: Bool) {
             let cells = row.makeRandomAccess()
-            return (try PostgresTimerStore.record(row), try cells[cells.count - 2].decode(Bool.self), try cells[cells.count - 1].decode(Bool.self))
+            return (PostgresTimerStore.record(row), try cells[cells.count - 2].decode(Bool.self), try cells[cells.count - 1].decode(Bool.self))
         }
     }
 
@@ -92,7 +92,7 @@ extension PostgresTimerStore {
             return bindings
         }
 
-        func decodeRow(_ row: PostgresRow) throws -> DurableTimerRecord { try PostgresTimerStore.record(row) }
+        func decodeRow(_ row: PostgresRow) throws -> DurableTimerRecord { PostgresTimerStore.record(row) }
     }
 
     /// Removes the one-shots that ran, each if its claim still holds it.

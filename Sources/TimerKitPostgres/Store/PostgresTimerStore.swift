@@ -350,7 +350,7 @@ final class PostgresTimerStore: DurableTimerStore {
             var removal: DurableRemoval?
             for try await row in try await connection.query(query, logger: logger) {
                 let cells = row.makeRandomAccess()
-                removal = DurableRemoval(record: try Self.record(row), wasClaimed: try cells[cells.count - 1].decode(Bool.self))
+                removal = DurableRemoval(record: Self.record(row), wasClaimed: try cells[cells.count - 1].decode(Bool.self))
             }
             return removal
         }

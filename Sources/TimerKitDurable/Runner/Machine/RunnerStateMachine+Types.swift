@@ -164,6 +164,15 @@ extension RunnerStateMachine {
         /// ready again at `readyAt`; `failures` failed tries so far (each retried, as a
         /// completion is).
         case releasing(Run, readyAt: Int64, failures: Int)
+
+        /// The token of the claim the phase holds or is taking, if any.
+        var token: String? {
+            switch self {
+            case .armed, .queued: nil
+            case .claiming(let token, _): token
+            case .running(let run), .completing(let run, _), .releasing(let run, _, _): run.token
+            }
+        }
     }
 
     /// One key's state in this process: there is at most one per key, so no key is ever claimed

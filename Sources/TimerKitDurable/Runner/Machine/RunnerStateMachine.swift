@@ -2,7 +2,7 @@ import Foundation
 
 // Over 400 lines, on purpose: this file routes every event between the parts the machine is
 // composed of — each in a file of its own with its private state (Renewals, Admission,
-// BacklogSweep, LeaseChecks) — and keeps the occurrences' phases, which every transition reads and
+// BacklogSweep, LeaseChecks, Loads) — and keeps the occurrences' phases, which every transition reads and
 // changes: Swift's `private` ends at the file, so no other file can break their invariants. Its
 // value types are in RunnerStateMachine+Types.swift.
 
@@ -24,7 +24,8 @@ import Foundation
 ///
 /// It is composed of parts with state of their own, each tested alone: ``Renewals`` (the renewal
 /// tick and the renewal in flight), ``Admission`` (handler slots and the keys waiting for one),
-/// ``BacklogSweep`` (the catch-up of overdue timers) and ``LeaseChecks``.
+/// ``BacklogSweep`` (the catch-up of overdue timers), ``LeaseChecks`` and ``Loads`` (the loads of
+/// the horizon and of windows: when one runs, where it starts).
 ///
 /// `DurableTimers.Runner` keeps it under a lock and carries out the actions outside it.
 struct RunnerStateMachine: Sendable {
@@ -54,6 +55,8 @@ struct RunnerStateMachine: Sendable {
     private var strays: [Stray] = []
     /// The looks at claims other runners held, one a second at most.
     private var leaseChecks = LeaseChecks()
+    /// The loads of the horizon and of windows under way, and where the next goes on from.
+    private(set) var loads = Loads()
 
     init(configuration: Configuration) {
         self.configuration = configuration
@@ -187,6 +190,47 @@ struct RunnerStateMachine: Sendable {
     /// Everything ready by `instant` is being loaded: keys learned of later (a notification, a
     /// write of this runner) are armed if they are ready by then.
     mutating func loaded(until instant: Int64) { loadedUntil = max(loadedUntil, instant) }
+
+    /// A load of the horizon is asked for: `true` to begin one now, `false` when the load after
+    /// the one under way serves it (``Loads``).
+    mutating func horizonLoadRequested() -> Bool { loads.requestHorizon() }
+
+    /// The load of the horizon ended: `true` to load it once more for the requests that came.
+    mutating func horizonLoadEnded() -> Bool { loads.horizonEnded() }
+
+    /// A load of the horizon begins, to read the timers ready by `until`: where it starts — or
+    /// `nil` to put it off, while the runner holds at least half of `piece` timers and the load
+    /// before was cut short at `piece` (so its memory stays bounded by a piece). A load from the
+    /// beginning covers `until` at once: what another instance writes meanwhile is armed as it is
+    /// told, not dropped as beyond what is loaded.
+    mutating func horizonLoadBegins(until: Int64, piece: Int) -> Loads.Start? {
+        let start = loads.start
+        if start.after != nil, occurrences.count >= max(piece / 2, 1) { return nil }
+        if start.after == nil { loaded(until: until) }
+        return start
+    }
+
+    /// The load of the horizon that began at `start` read `timers`, ready by `until` — cut short
+    /// at `cursor`, when it was: arms them, and sweeps the backlog if it may wait.
+    mutating func horizonLoaded(_ timers: [DurableReadyTimer], from start: Loads.Start, until: Int64, cutAt cursor: DurableTimerCursor?) -> [Action] {
+        loads.horizonRead(from: start, cutAt: cursor)
+        loaded(until: until)
+        return timers.flatMap { load(StoredKey($0.key), readyAt: $0.readyAt, handler: $0.handler) } + backlogMayWait()
+    }
+
+    /// Changes may have been missed anywhere: the next load of the horizon starts from the
+    /// beginning.
+    mutating func reloadRequested() { loads.reload() }
+
+    /// A load of the timers ready within `window` is asked for: the window to load now (within
+    /// what is loaded), or `nil` when a window load is under way (it is merged into the next).
+    mutating func windowLoadRequested(_ window: ClosedRange<Int64>) -> ClosedRange<Int64>? {
+        guard lifecycle == .running else { return nil }
+        return loads.requestWindow(window)
+    }
+
+    /// The load of a window ended: the window to load next, or `nil`.
+    mutating func windowLoadEnded() -> ClosedRange<Int64>? { loads.windowEnded() }
 
     /// The store says `key` (for `handler`, when known) is ready at `readyAt`: arms a wake-up at
     /// `wakeAt` (a catch-up's spread offset) or at `readyAt`, or records it for later while the
@@ -383,6 +427,7 @@ struct RunnerStateMachine: Sendable {
     /// A sweep round ended with the records it claimed (or the store's error): runs them as a
     /// claim round's, and ends the backlog when it found fewer than `limit`.
     mutating func sweepEnded(limit: Int, token: String, result: Result<[DurableTimerRecord], DurableTimerError>, now: Int64, elapsed: Int64) -> [Action] {
+        guard isClaimRoundInFlight else { return impossible("a sweep ended while no claim round was in flight") }
         isClaimRoundInFlight = false
         var actions: [Action] = []
         let check: BacklogSweep.Check?
@@ -474,6 +519,7 @@ struct RunnerStateMachine: Sendable {
     mutating func claimRoundEnded(
         _ round: [QueuedClaim], token: String, results: [StoredKey: ClaimResult], failure: DurableTimerError?, now: Int64, elapsed: Int64
     ) -> [Action] {
+        guard isClaimRoundInFlight else { return impossible("a claim round ended while none was in flight") }
         isClaimRoundInFlight = false
         var actions: [Action] = failure.map { [.report($0)] } ?? []
         var claimed = 0
@@ -598,7 +644,9 @@ struct RunnerStateMachine: Sendable {
     /// A run's handler ended after `duration`: writes the occurrence's end (or gives the claim
     /// back after a shutdown's cancellation, or writes nothing for a removed timer).
     mutating func handlerEnded(_ key: StoredKey, token: String, result: HandlerResult, duration: Duration, now: Int64) -> [Action] {
-        guard case .running(let run)? = occurrences[key]?.phase, run.token == token else { return [] }
+        guard case .running(let run)? = occurrences[key]?.phase, run.token == token else {
+            return impossible("the handler of \(key.string) ended, but no run with its token is under way")
+        }
         freeSlot(key)
         // The slot is free: a key waiting for one is claimed.
         return ended(key, run, result: result, duration: duration, now: now) + nextClaimRound()
@@ -691,7 +739,10 @@ struct RunnerStateMachine: Sendable {
             occurrences[key]!.phase = .releasing(run, readyAt: readyAt, failures: failures)
             return [.report(error), .retryFinish(key, token: token, after: completionRetryDelay(after: failures))]
         default:
-            return []
+            // A write for a claim since replaced — a sweep took the row after the write landed or
+            // the lease lapsed (``adopt(_:_:token:now:elapsed:)``) — is stale: it was refused.
+            guard occurrences[key]?.phase.token == token else { return [] }
+            return impossible("the write of \(key.string)'s end came back while its claim is not being ended")
         }
     }
 
@@ -706,7 +757,9 @@ struct RunnerStateMachine: Sendable {
         case .releasing(let run, let readyAt, _)? where run.token == token:
             return [.release(key, token: token, sequence: run.sequence, readyAt: readyAt)]
         default:
-            return []
+            // A claim since replaced (see ``writeEnded(_:token:result:now:)``) is not written again.
+            guard occurrences[key]?.phase.token == token else { return [] }
+            return impossible("a write of \(key.string)'s end was due again while its claim is not being ended")
         }
     }
 
@@ -747,6 +800,7 @@ struct RunnerStateMachine: Sendable {
     /// whose lease has passed is cancelled too (another runner may claim it), and the failure is
     /// reported. Then the renewal that waited for this one goes.
     mutating func renewalEnded(_ claims: [HeldClaim], result: Result<Set<StoredKey>, DurableTimerError>, now: Int64) -> [Action] {
+        guard renewals.flight != .none else { return impossible("a renewal ended while none was in flight") }
         let next = renewals.ended()
         var actions: [Action] = []
         if case .failure(let error) = result { actions.append(.report(error)) }
@@ -831,6 +885,16 @@ struct RunnerStateMachine: Sendable {
     private mutating func armRenewal() -> [Action] {
         renewals.armTick() ? [.scheduleRenewal(after: renewalPeriod)] : []
     }
+
+    /// An event the machine's state rules out — a defect, never a race: it stops a debug build, and
+    /// a release build reports it through `onError` and ignores it (never silently).
+    private func impossible(_ event: String) -> [Action] {
+        assertionFailure("RunnerStateMachine: \(event)")
+        return [.report(.store(reason: "\(Self.ruledOut) (\(event)); it was ignored. This is a defect of TimerKit's: please report it"))]
+    }
+
+    /// How a report of an event the machine's state rules out begins.
+    static let ruledOut = "the runner's state rules out what just happened"
 
     private mutating func checkDrained() -> [Action] {
         guard lifecycle == .stopping, occurrences.isEmpty, strays.isEmpty, !isClaimRoundInFlight else { return [] }
