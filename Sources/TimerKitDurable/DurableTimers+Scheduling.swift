@@ -208,9 +208,7 @@ extension DurableTimers {
     public func fire(key: String) async throws(DurableTimerError) -> Bool {
         guard DurableLimits.isValid(key: key), let record = try await store.record(namespace: namespace, key: key), runner.handler(record.handler) != nil
         else { return false }
-        let (queued, actions) = runner.state.withLock { $0.machine.fireManually(StoredKey(key)) }
-        runner.perform(actions)
-        return queued
+        return runner.decide { machine, _ in machine.fireManually(StoredKey(key)) }
     }
 
     // MARK: Plumbing

@@ -172,9 +172,9 @@ struct DurableFaultTests {
         try await timers.schedule(key: "k", after: .milliseconds(200), handler: "note", payload: Note(text: "k"))
         let lock = try SQLiteLock(path: database.path)
         await timers.start()
-        #expect(await eventually { timers.runner.state.withLock { $0.machine.isClaimRoundInFlight } }, "the wake-up's claim round waits on the lock")
+        #expect(await eventually { timers.runner.read { $0.isClaimRoundInFlight } }, "the wake-up's claim round waits on the lock")
         let shutdown = Task { await timers.shutdown() }
-        #expect(await eventually { timers.runner.state.withLock { $0.machine.lifecycle == .stopping } })
+        #expect(await eventually { timers.runner.read { $0.lifecycle == .stopping } })
         lock.release()
         await shutdown.value
         let record = try #require(try await timers.store.record(namespace: "default", key: "k"))

@@ -107,15 +107,15 @@ final class RunnerTrace: @unchecked Sendable, CustomStringConvertible {
 extension DurableTimers {
     /// The phase of each occurrence this runner holds in memory, by key, for a failure's comment.
     var occurrencePhases: String {
-        runner.state.withLock { state in
-            state.machine.occurrences.map { "\($0.key.string): \($0.value.phase)" }.sorted().joined(separator: ", ")
+        runner.read { machine in
+            machine.occurrences.map { "\($0.key.string): \($0.value.phase)" }.sorted().joined(separator: ", ")
         }
     }
 
     /// Where this runner has the key armed in memory (`nil`: not in memory, or further on than armed).
     func armedAt(_ key: String) -> Date? {
-        runner.state.withLock { state in
-            guard case .armed(let readyAt, _)? = state.machine.occurrences[StoredKey(key)]?.phase else { return nil }
+        runner.read { machine in
+            guard case .armed(let readyAt, _)? = machine.occurrences[StoredKey(key)]?.phase else { return nil }
             return Date(nanosecondsSince1970: readyAt)
         }
     }

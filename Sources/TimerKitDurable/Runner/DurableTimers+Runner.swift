@@ -66,8 +66,9 @@ extension DurableTimers {
             var timeout: ScheduledCallback?
         }
 
-        struct State {
-            var machine: RunnerStateMachine
+        /// The shell's effect handles: what it armed, started, holds or waits on — never a
+        /// decision, which is the machine's.
+        struct Handles {
             var handlers: [String: Registered] = [:]
             /// The wake-ups armed in the engine, by key, with the generation each was armed for; an
             /// entry goes when its wake-up fires, is disarmed or is replaced.
@@ -85,7 +86,6 @@ extension DurableTimers {
             /// The next heartbeat, and whether one began (see ``Runner/startHeartbeat()``).
             var heartbeat: ScheduledCallback?
             var hasBeaten = false
-            var probes = Probes()
             /// Shutdowns waiting for the machine to drain (or their grace period to end).
             var drainWaiters: [CheckedContinuation<Void, Never>] = []
             /// `run()` calls waiting for a shutdown to begin.
@@ -103,7 +103,15 @@ extension DurableTimers {
             var rearmings = 0
         }
 
-        let state: Locked<State>
+        /// The machine and the handles behind one lock. Only this file touches it: every change
+        /// of the machine is a ``transition(_:)`` or a ``decide(_:)``.
+        private struct State {
+            var machine: RunnerStateMachine
+            var handles = Handles()
+            var probes = Probes()
+        }
+
+        private let state: Locked<State>
         let context: Context
         /// Rows read from the store per query while loading the horizon.
         static let pageSize = 5_000
@@ -131,11 +139,35 @@ extension DurableTimers {
             perform(state.withLock { body(&$0.machine) })
         }
 
+        /// Runs a transition that answers its caller too, with the handles beside the machine
+        /// under the same lock (a waiter is kept exactly when the machine says it waits); carries
+        /// out its actions outside the lock.
+        func decide<Answer>(_ body: (inout RunnerStateMachine, inout Handles) -> (Answer, [RunnerStateMachine.Action])) -> Answer {
+            let (answer, actions) = state.withLock { body(&$0.machine, &$0.handles) }
+            perform(actions)
+            return answer
+        }
+
+        /// Reads the machine under the lock.
+        func read<Value>(_ body: (RunnerStateMachine) -> Value) -> Value {
+            state.withLock { body($0.machine) }
+        }
+
+        /// Changes the handles alone under the lock, reading the machine.
+        func withHandles<Value>(_ body: (RunnerStateMachine, inout Handles) -> Value) -> Value {
+            state.withLock { body($0.machine, &$0.handles) }
+        }
+
+        /// Changes what tests look at.
+        func probe(_ body: (inout Probes) -> Void) {
+            state.withLock { body(&$0.probes) }
+        }
+
         func perform(_ actions: [RunnerStateMachine.Action]) {
             for action in actions {
                 switch action {
                 case .arm(let key, let instant, let generation): armWakeUp(key, at: instant, generation: generation)
-                case .disarm(let key): state.withLock { $0.wakeUps.removeValue(forKey: key) }?.callback.cancel()
+                case .disarm(let key): withHandles { $1.wakeUps.removeValue(forKey: key) }?.callback.cancel()
                 case .claim, .sweep: spawn { await self.claimRounds(action) }
                 case .scheduleSweepTick(let delay):
                     schedule(after: delay) { runner in runner.transition { $0.sweepTickDue() } }
@@ -150,13 +182,13 @@ extension DurableTimers {
                 case .release(let key, let token, let sequence, let readyAt):
                     spawn { await self.release(key, token: token, sequence: sequence, readyAt: readyAt) }
                 case .cancelHandler(let key, let token):
-                    state.withLock { state in state.runs[key].flatMap { $0.token == token ? $0.task : nil } }?.cancel()
+                    withHandles { $1.runs[key].flatMap { $0.token == token ? $0.task : nil } }?.cancel()
                 case .renew(let claims): spawn(on: context.renewalExecutor) { await self.renew(claims) }
                 case .scheduleRenewal(let delay):
                     let callback = schedule(after: delay, on: context.renewalExecutor) { runner in
                         runner.transition { $0.renewalDue(now: runner.context.now()) }
                     }
-                    state.withLock { $0.renewal = callback }
+                    withHandles { $1.renewal = callback }
                 case .report(let error): context.options.onError(error)
                 case .event(let event): context.options.onEvent(event)
                 case .drained: drained()
@@ -167,55 +199,55 @@ extension DurableTimers {
         // MARK: Handlers and lifecycle
 
         func register(_ name: String, _ registered: Registered) throws(DurableTimerError) {
-            try state.withLock { (state) throws(DurableTimerError) in
-                guard state.machine.register(name, policy: registered.policy) else { throw .handlerAlreadyRegistered(name) }
-                state.handlers[name] = registered
+            let isNew = decide { machine, handles in
+                guard machine.register(name, policy: registered.policy) else { return (false, []) }
+                handles.handlers[name] = registered
+                return (true, [])
             }
+            guard isNew else { throw .handlerAlreadyRegistered(name) }
         }
 
-        func handler(_ name: String) -> Registered? { state.withLock { $0.handlers[name] } }
+        func handler(_ name: String) -> Registered? { withHandles { $1.handlers[name] } }
 
-        var handlerNames: [String] { state.withLock { Array($0.handlers.keys).sorted() } }
+        var handlerNames: [String] { withHandles { Array($1.handlers.keys).sorted() } }
 
-        var isStarted: Bool { state.withLock { $0.machine.lifecycle == .running } }
+        var isStarted: Bool { read { $0.lifecycle == .running } }
 
         /// How many times the horizon was loaded, and whether a load is under way.
         package var horizonLoads: (count: Int, loading: Bool) { state.withLock { ($0.probes.horizonLoads, $0.machine.loads.horizon != .idle) } }
 
         /// Wake-ups held (armed, not yet fired), and the machine's occurrences (tests: nothing is
         /// kept for a timer that has run).
-        package var retained: (wakeUps: Int, occurrences: Int) { state.withLock { ($0.wakeUps.count, $0.machine.occurrences.count) } }
+        package var retained: (wakeUps: Int, occurrences: Int) { state.withLock { ($0.handles.wakeUps.count, $0.machine.occurrences.count) } }
 
         /// How many times a move of the store's clock offset re-armed the future wake-ups.
         package var rearmings: Int { state.withLock { $0.probes.rearmings } }
 
-        func isRunning(_ key: String) -> Bool { state.withLock { $0.machine.isRunning(StoredKey(key)) } }
+        func isRunning(_ key: String) -> Bool { read { $0.isRunning(StoredKey(key)) } }
 
-        var waitingRuns: Int { state.withLock { $0.machine.waitingCount } }
+        var waitingRuns: Int { read { $0.waitingCount } }
 
-        var runningHandlers: Int { state.withLock { $0.machine.runningCount } }
+        var runningHandlers: Int { read { $0.runningCount } }
 
         /// Marks the runner started; `false` if it was already, or has stopped.
-        func markStarted() -> Bool { state.withLock { $0.machine.start() } }
+        func markStarted() -> Bool { decide { machine, _ in (machine.start(), []) } }
 
         /// Begins shutting down: nothing new is armed or claimed; the refill and the store's change
         /// feed stop. Runs under way go on (see ``shutdown(gracePeriod:)``). Idempotent.
         func stop() {
-            let (actions, cancelled, waiters) = state.withLock {
-                state -> ([RunnerStateMachine.Action], [ScheduledCallback], [CheckedContinuation<Void, Never>]) in
-                let actions = state.machine.stop()
-                state.follower?.cancel()
-                state.follower = nil
-                state.offsetFollower?.cancel()
-                state.offsetFollower = nil
-                let cancelled = [state.refill, state.heartbeat].compactMap { $0 }
-                state.refill = nil
-                state.heartbeat = nil
-                defer { state.stopWaiters = [] }
-                return (actions, cancelled, state.stopWaiters)
+            let (cancelled, waiters) = decide { machine, handles in
+                let actions = machine.stop()
+                handles.follower?.cancel()
+                handles.follower = nil
+                handles.offsetFollower?.cancel()
+                handles.offsetFollower = nil
+                let cancelled = [handles.refill, handles.heartbeat].compactMap { $0 }
+                handles.refill = nil
+                handles.heartbeat = nil
+                defer { handles.stopWaiters = [] }
+                return ((cancelled, handles.stopWaiters), actions)
             }
             for callback in cancelled { callback.cancel() }
-            perform(actions)
             for waiter in waiters { waiter.resume() }
         }
 
@@ -225,9 +257,9 @@ extension DurableTimers {
         func shutdown(gracePeriod: Duration) async {
             stop()
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let isDrained = state.withLock { state -> Bool in
-                    if state.machine.lifecycle == .stopped { return true }
-                    state.drainWaiters.append(continuation)
+                let isDrained = withHandles { machine, handles -> Bool in
+                    if machine.lifecycle == .stopped { return true }
+                    handles.drainWaiters.append(continuation)
                     return false
                 }
                 if isDrained {
@@ -246,9 +278,9 @@ extension DurableTimers {
 
         /// Wakes every shutdown waiting for the runner to drain.
         private func drained() {
-            let waiters = state.withLock { state in
-                defer { state.drainWaiters = [] }
-                return state.drainWaiters
+            let waiters = withHandles { _, handles in
+                defer { handles.drainWaiters = [] }
+                return handles.drainWaiters
             }
             for waiter in waiters { waiter.resume() }
         }
@@ -256,9 +288,9 @@ extension DurableTimers {
         /// Returns once a shutdown has begun.
         func waitUntilStopped() async {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let stopped = state.withLock { state -> Bool in
-                    if state.machine.lifecycle == .stopping || state.machine.lifecycle == .stopped { return true }
-                    state.stopWaiters.append(continuation)
+                let stopped = withHandles { machine, handles -> Bool in
+                    if machine.lifecycle == .stopping || machine.lifecycle == .stopped { return true }
+                    handles.stopWaiters.append(continuation)
                     return false
                 }
                 if stopped { continuation.resume() }
@@ -305,10 +337,10 @@ extension DurableTimers {
                     at: .at(context.hostInstant(instant)),
                     { [weak self] in self?.wokeUp(key, generation: generation) })
             else { return }  // the clock shut down
-            let replaced = state.withLock { state -> ScheduledCallback? in
-                guard case .armed(_, generation)? = state.machine.occurrences[key]?.phase else { return callback }
-                defer { state.wakeUps[key] = (generation, callback) }
-                return state.wakeUps[key]?.callback
+            let replaced = withHandles { machine, handles -> ScheduledCallback? in
+                guard case .armed(_, generation)? = machine.occurrences[key]?.phase else { return callback }
+                defer { handles.wakeUps[key] = (generation, callback) }
+                return handles.wakeUps[key]?.callback
             }
             replaced?.cancel()
         }
@@ -316,11 +348,10 @@ extension DurableTimers {
         /// A wake-up fired: forgets it (a runner that fires a million one-shots must not keep a
         /// million spent callbacks) and tells the machine.
         private func wokeUp(_ key: StoredKey, generation: UInt64) {
-            perform(
-                state.withLock { state in
-                    if state.wakeUps[key]?.generation == generation { state.wakeUps[key] = nil }
-                    return state.machine.wokeUp(key, generation: generation)
-                })
+            decide { machine, handles in
+                if handles.wakeUps[key]?.generation == generation { handles.wakeUps[key] = nil }
+                return ((), machine.wokeUp(key, generation: generation))
+            }
         }
 
         /// Runs `body` on the runner's executor at the store-time instant `instant`, unless the

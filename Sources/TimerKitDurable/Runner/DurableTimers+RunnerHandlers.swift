@@ -21,9 +21,9 @@ extension DurableTimers.Runner {
         let callback = timeout.flatMap { armTimeout(key, token: token, after: $0) }
         // Stored unless the run has ended already (it can end before this line); cancelled at once
         // if a removal or a lost lease raced the start.
-        let (stored, cancelled) = state.withLock { state -> (Bool, Bool) in
-            guard case .running(let run)? = state.machine.occurrences[key]?.phase, run.token == token else { return (false, false) }
-            state.runs[key] = RunHandle(token: token, task: task, timeout: callback)
+        let (stored, cancelled) = withHandles { machine, handles -> (Bool, Bool) in
+            guard case .running(let run)? = machine.occurrences[key]?.phase, run.token == token else { return (false, false) }
+            handles.runs[key] = RunHandle(token: token, task: task, timeout: callback)
             return (true, run.cancellation != nil)
         }
         if !stored { callback?.cancel() }
@@ -65,7 +65,7 @@ extension DurableTimers.Runner {
         }
         let endedAt = context.now()
         transition { $0.handlerEnded(key, token: start.token, result: result, duration: .nanoseconds(startedAt.duration(to: endedAt)), now: endedAt) }
-        let handle = state.withLock { state in state.runs[key]?.token == start.token ? state.runs.removeValue(forKey: key) : nil }
+        let handle = withHandles { _, handles in handles.runs[key]?.token == start.token ? handles.runs.removeValue(forKey: key) : nil }
         handle?.timeout?.cancel()
     }
 }

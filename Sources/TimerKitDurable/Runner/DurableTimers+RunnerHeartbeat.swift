@@ -12,25 +12,25 @@ extension DurableTimers.Runner {
     /// ``heartbeatInterval`` until the runner stops, pruning a batch of aged history each time.
     /// Idempotent.
     func startHeartbeat() {
-        let starts = state.withLock { state -> Bool in
-            guard state.machine.lifecycle == .running, !state.hasBeaten else { return false }
-            state.hasBeaten = true
+        let starts = withHandles { machine, handles -> Bool in
+            guard machine.lifecycle == .running, !handles.hasBeaten else { return false }
+            handles.hasBeaten = true
             return true
         }
         if starts { spawn { await self.beat() } }
     }
 
     /// Whether this runner recorded itself alive: then its shutdown removes the record.
-    var hasRecordedAlive: Bool { state.withLock { $0.hasBeaten } }
+    var hasRecordedAlive: Bool { withHandles { $1.hasBeaten } }
 
     /// One heartbeat. The next is armed first: a slow store does not stretch the interval.
     private func beat() async {
         guard isStarted else { return }
         let next = schedule(after: heartbeatInterval) { runner in runner.spawn { await runner.beat() } }
-        let old = state.withLock { state -> ScheduledCallback? in
-            guard state.machine.lifecycle == .running else { return next }
-            defer { state.heartbeat = next }
-            return state.heartbeat
+        let old = withHandles { machine, handles -> ScheduledCallback? in
+            guard machine.lifecycle == .running else { return next }
+            defer { handles.heartbeat = next }
+            return handles.heartbeat
         }
         old?.cancel()
         await recordAlive(now: context.now())

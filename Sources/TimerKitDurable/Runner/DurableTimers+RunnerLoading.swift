@@ -16,10 +16,10 @@ extension DurableTimers.Runner {
         guard DurableTransactionScope.current == nil else { return await DurableTransactionScope.outside { await refill() } }
         guard isStarted else { return }
         let leads: Bool = await withCheckedContinuation { continuation in
-            let leads = state.withLock { state -> Bool in
-                if state.machine.horizonLoadRequested() { return true }
-                state.loadWaiters.append(continuation)
-                return false
+            let leads = decide { machine, handles -> (Bool, [Machine.Action]) in
+                if machine.horizonLoadRequested() { return (true, []) }
+                handles.loadWaiters.append(continuation)
+                return (false, [])
             }
             if leads { continuation.resume(returning: true) }
         }
@@ -29,9 +29,9 @@ extension DurableTimers.Runner {
             await loadHorizon()
             for waiter in served { waiter.resume(returning: false) }
             let again: Bool
-            (again, served) = state.withLock { state in
-                defer { state.loadWaiters = [] }
-                return (state.machine.horizonLoadEnded(), state.loadWaiters)
+            (again, served) = decide { machine, handles in
+                defer { handles.loadWaiters = [] }
+                return ((machine.horizonLoadEnded(), handles.loadWaiters), [])
             }
             if !again { return }
         }
@@ -43,12 +43,12 @@ extension DurableTimers.Runner {
     /// after it (a storm of batches costs a load per batch at most, fewer when they come faster
     /// than a load takes).
     func loadWindow(from: Int64, through: Int64) {
-        guard from <= through, let first = state.withLock({ $0.machine.windowLoadRequested(from...through) }) else { return }
+        guard from <= through, let first = decide({ machine, _ in (machine.windowLoadRequested(from...through), []) }) else { return }
         spawn {
             var next: ClosedRange<Int64>? = first
             while let window = next {
                 await self.loadWindow(window)
-                next = self.state.withLock { $0.machine.windowLoadEnded() }
+                next = self.decide { machine, _ in (machine.windowLoadEnded(), []) }
             }
         }
     }
@@ -68,11 +68,8 @@ extension DurableTimers.Runner {
         let options = context.options
         let now = context.now()
         let until = now.addingSaturating(options.horizon.saturatingNanoseconds)
-        let begins = state.withLock { state in
-            let start = state.machine.horizonLoadBegins(until: until, piece: options.maximumArmed)
-            if start != nil { state.probes.horizonLoads += 1 }
-            return start
-        }
+        let begins = decide { machine, _ in (machine.horizonLoadBegins(until: until, piece: options.maximumArmed), []) }
+        if begins != nil { probe { $0.horizonLoads += 1 } }
         guard let start = begins else {
             // The next piece waits until the runner holds fewer than half a piece.
             scheduleRefill(at: now.addingSaturating(1_000_000_000))
@@ -118,7 +115,7 @@ extension DurableTimers.Runner {
     private func loadWindow(_ window: ClosedRange<Int64>) async {
         guard isStarted else { return }
         let began = context.monotonicNow()
-        let loadedUntil = state.withLock { $0.machine.loadedUntil }
+        let loadedUntil = read { $0.loadedUntil }
         let through = min(window.upperBound, loadedUntil)
         guard window.lowerBound <= through else { return }
         // Keys are never empty: a cursor at the window's first instant with the empty key takes
@@ -145,10 +142,10 @@ extension DurableTimers.Runner {
         let callback = schedule(at: instant) { runner in
             runner.spawn { await runner.refill() }
         }
-        let old = state.withLock { state -> ScheduledCallback? in
-            guard state.machine.lifecycle == .running else { return callback }
-            defer { state.refill = callback }
-            return state.refill
+        let old = withHandles { machine, handles -> ScheduledCallback? in
+            guard machine.lifecycle == .running else { return callback }
+            defer { handles.refill = callback }
+            return handles.refill
         }
         old?.cancel()
     }
@@ -165,16 +162,19 @@ extension DurableTimers.Runner {
                 case .removed(let key): self.transition { $0.removed(StoredKey(key)) }
                 case .reload:
                     // Changes may have been missed anywhere: the load starts from the beginning.
-                    self.state.withLock { $0.machine.reloadRequested() }
+                    self.transition { machine in
+                        machine.reloadRequested()
+                        return []
+                    }
                     self.spawn { await self.refill() }
                 case .window(let from, let through): self.loadWindow(from: from, through: through)
                 }
             }
         }
-        let old = state.withLock { state -> Task<Void, Never>? in
-            guard state.machine.lifecycle == .running else { return task }
-            defer { state.follower = task }
-            return state.follower
+        let old = withHandles { machine, handles -> Task<Void, Never>? in
+            guard machine.lifecycle == .running else { return task }
+            defer { handles.follower = task }
+            return handles.follower
         }
         old?.cancel()
     }
@@ -195,10 +195,10 @@ extension DurableTimers.Runner {
                 self.rearmWakeUps(readyAfter: self.context.now().addingSaturating(-jump))
             }
         }
-        let old = state.withLock { state -> Task<Void, Never>? in
-            guard state.machine.lifecycle == .running else { return task }
-            defer { state.offsetFollower = task }
-            return state.offsetFollower
+        let old = withHandles { machine, handles -> Task<Void, Never>? in
+            guard machine.lifecycle == .running else { return task }
+            defer { handles.offsetFollower = task }
+            return handles.offsetFollower
         }
         old?.cancel()
     }
@@ -206,13 +206,13 @@ extension DurableTimers.Runner {
     /// Re-arms the wake-ups of the armed timers ready after `instant` (store time) at their ready
     /// times under the current offset.
     func rearmWakeUps(readyAfter instant: Int64) {
-        let armed = state.withLock { state in
-            state.machine.occurrences.compactMap { key, occurrence -> (key: StoredKey, readyAt: Int64, generation: UInt64)? in
+        let armed = read { machine in
+            machine.occurrences.compactMap { key, occurrence -> (key: StoredKey, readyAt: Int64, generation: UInt64)? in
                 guard case .armed(let readyAt, let generation) = occurrence.phase, readyAt > instant else { return nil }
                 return (key, readyAt, generation)
             }
         }
         for wakeUp in armed { armWakeUp(wakeUp.key, at: wakeUp.readyAt, generation: wakeUp.generation) }
-        state.withLock { $0.probes.rearmings += 1 }
+        probe { $0.rearmings += 1 }
     }
 }

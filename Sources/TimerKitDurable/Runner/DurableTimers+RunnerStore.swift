@@ -52,7 +52,8 @@ extension DurableTimers.Runner {
             result = .failure(error)
         }
         let elapsed = began.duration(to: context.monotonicNow())
-        return state.withLock { $0.machine.sweepEnded(limit: limit, token: token, result: result, now: now, elapsed: elapsed) }
+        // The caller carries out the actions: the next round runs in its task.
+        return decide { machine, _ in (machine.sweepEnded(limit: limit, token: token, result: result, now: now, elapsed: elapsed), []) }
     }
 
     /// Claims a round's keys — the woken ones in one store call per lease (their handlers'),
@@ -96,7 +97,7 @@ extension DurableTimers.Runner {
         }
         // The plans and the fires' `firedAt` take the claim's time: the reading before the call.
         let elapsed = began.duration(to: context.monotonicNow())
-        return state.withLock { $0.machine.claimRoundEnded(round, token: token, results: results, failure: failure, now: now, elapsed: elapsed) }
+        return decide { machine, _ in (machine.claimRoundEnded(round, token: token, results: results, failure: failure, now: now, elapsed: elapsed), []) }
     }
 
     // MARK: Ends of runs
@@ -120,10 +121,10 @@ extension DurableTimers.Runner {
             }
             return
         }
-        let leads = state.withLock { state -> Bool in
-            state.deletions.append((key, DurableCompletion(key: key.string, owner: token, sequence: sequence, run: run)))
-            guard !state.isDeleting else { return false }
-            state.isDeleting = true
+        let leads = withHandles { _, handles -> Bool in
+            handles.deletions.append((key, DurableCompletion(key: key.string, owner: token, sequence: sequence, run: run)))
+            guard !handles.isDeleting else { return false }
+            handles.isDeleting = true
             return true
         }
         if leads { spawn { await self.deletionRounds() } }
@@ -131,10 +132,10 @@ extension DurableTimers.Runner {
 
     private func deletionRounds() async {
         while true {
-            let batch = state.withLock { state -> [(key: StoredKey, completion: DurableCompletion)] in
-                defer { state.deletions = [] }
-                if state.deletions.isEmpty { state.isDeleting = false }
-                return state.deletions
+            let batch = withHandles { _, handles -> [(key: StoredKey, completion: DurableCompletion)] in
+                defer { handles.deletions = [] }
+                if handles.deletions.isEmpty { handles.isDeleting = false }
+                return handles.deletions
             }
             guard !batch.isEmpty else { return }
             let removed: Result<Set<StoredKey>, DurableTimerError>

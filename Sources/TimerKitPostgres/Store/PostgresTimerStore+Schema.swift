@@ -147,11 +147,10 @@ extension PostgresTimerStore {
             // The sweep as a function, for the settings a function may carry: on a table whose
             // statistics predate a bulk load (never analyzed, or analyzed when it was small), the
             // planner takes the namespace for a few rows and sorts every ready one of them per
-            // sweep (27 ms a sweep of 64 at 20,000 rows, growing with the backlog); with sorts and
-            // bitmap scans off it walks the ready index in order and stops at the limit, and with
-            // hash and merge joins off it updates the rows it took by their primary key (analyzed
-            // or not, the planner took the limit for a tenth of the table and hashed all of it:
-            // 12 ms). 0.3 ms a sweep of 64 either way.
+            // sweep (a cost that grows with the backlog); with sorts and bitmap scans off it walks
+            // the ready index in order and stops at the limit, and with hash and merge joins off
+            // it updates the rows it took by their primary key (analyzed or not, the planner took
+            // the limit for a tenth of the table and hashed all of it).
             """
             CREATE OR REPLACE FUNCTION timerkit_sweep(
                 p_namespace text, p_handlers text[], p_owner text, p_excluding text[], p_now bigint, p_lease bigint, p_limit integer

@@ -4,8 +4,8 @@ import TimerKitDurable
 
 // The statements of every fire — the claim of woken keys, the sweep, the removal of one-shots
 // that ran — and the single schedule, as prepared statements: each connection parses and plans
-// them once, not at every call (planning the claim took longer than running it: 0.9 ms against
-// 0.5). Their shapes are fixed; what varies is bound.
+// them once, not at every call (planning the claim took longer than running it). Their shapes
+// are fixed; what varies is bound.
 
 extension PostgresTimerStore {
     /// Claims the woken keys that are ready (see ``claim(namespace:keys:owner:now:leaseUntil:)``):
@@ -15,7 +15,7 @@ extension PostgresTimerStore {
         // Each key looked up in a lateral subquery: a probe of the primary key per key in every
         // plan, the generic plan of the prepared statement included. (A join of the keys with the
         // table let the generic plan, which knows no namespace, walk the ready index over the
-        // whole namespace per claim: 2.5 ms at 3,000 rows, growing with the table.)
+        // whole namespace per claim: a cost that grows with the table.)
         static let sql = """
             WITH c AS (SELECT coalesce($1::bigint, timerkit_now_ns()) AS ns),
             target AS (

@@ -50,7 +50,7 @@ struct PostgresTransactionTests {
         }
 
         /// Whether this instance has the key in memory (armed, or further on).
-        func isArmed(_ key: String) -> Bool { timers.runner.state.withLock { $0.machine.occurrences[StoredKey(key)] != nil } }
+        func isArmed(_ key: String) -> Bool { timers.runner.read { $0.occurrences[StoredKey(key)] != nil } }
 
         func close() async {
             _ = try? await client.query("DROP TABLE IF EXISTS \(unescaped: table)", logger: logger)
