@@ -83,9 +83,10 @@ extension DurableTimers {
             var follower: Task<Void, Never>?
             /// Follows the store's clock offset (see ``Runner/follow(offsets:)``).
             var offsetFollower: Task<Void, Never>?
-            /// The next heartbeat, and whether one began (see ``Runner/startHeartbeat()``).
+            /// The next heartbeat, whether one began, and its write (see ``Runner/startHeartbeat()``).
             var heartbeat: ScheduledCallback?
             var hasBeaten = false
+            var heartbeatWrite = HeartbeatWrite.idle
             /// Shutdowns waiting for the machine to drain (or their grace period to end).
             var drainWaiters: [CheckedContinuation<Void, Never>] = []
             /// `run()` calls waiting for a shutdown to begin.
@@ -101,6 +102,9 @@ extension DurableTimers {
             var horizonLoads = 0
             /// How many times a move of the store's clock offset re-armed the future wake-ups.
             var rearmings = 0
+            /// Heartbeat writes under way, and the most there ever were at once.
+            var heartbeatWrites = 0
+            var mostHeartbeatWrites = 0
         }
 
         /// The machine and the handles behind one lock. Only this file touches it: every change
@@ -222,6 +226,9 @@ extension DurableTimers {
 
         /// How many times a move of the store's clock offset re-armed the future wake-ups.
         package var rearmings: Int { state.withLock { $0.probes.rearmings } }
+
+        /// The most heartbeat writes that were ever under way at once.
+        package var mostHeartbeatWrites: Int { state.withLock { $0.probes.mostHeartbeatWrites } }
 
         func isRunning(_ key: String) -> Bool { read { $0.isRunning(StoredKey(key)) } }
 

@@ -23,17 +23,35 @@ extension DurableTimers.Runner {
     /// Whether this runner recorded itself alive: then its shutdown removes the record.
     var hasRecordedAlive: Bool { withHandles { $1.hasBeaten } }
 
-    /// One heartbeat. The next is armed first: a slow store does not stretch the interval.
+    /// One heartbeat. The next is armed first, so a slow store does not stretch the interval; and
+    /// one write runs at a time: the beats that come meanwhile (a slow store, or a virtual clock's
+    /// jump over many intervals) are served by one more write after it, with the time then.
     private func beat() async {
         guard isStarted else { return }
         let next = schedule(after: heartbeatInterval) { runner in runner.spawn { await runner.beat() } }
-        let old = withHandles { machine, handles -> ScheduledCallback? in
-            guard machine.lifecycle == .running else { return next }
+        let (old, writes) = withHandles { machine, handles -> (ScheduledCallback?, Bool) in
+            guard machine.lifecycle == .running else { return (next, false) }
             defer { handles.heartbeat = next }
-            return handles.heartbeat
+            let writes = !handles.heartbeatWrite.isWriting
+            handles.heartbeatWrite = writes ? .writing(again: false) : .writing(again: true)
+            return (handles.heartbeat, writes)
         }
         old?.cancel()
-        await recordAlive(now: context.now())
+        guard writes else { return }
+        var again = true
+        while again {
+            probe { probes in
+                probes.heartbeatWrites += 1
+                probes.mostHeartbeatWrites = max(probes.mostHeartbeatWrites, probes.heartbeatWrites)
+            }
+            await recordAlive(now: context.now())
+            probe { $0.heartbeatWrites -= 1 }
+            again = withHandles { _, handles in
+                let again = handles.heartbeatWrite == .writing(again: true)
+                handles.heartbeatWrite = again ? .writing(again: false) : .idle
+                return again
+            }
+        }
     }
 
     /// Records this instance as alive (``DurableTimers/instances()``), and prunes the run history
@@ -56,4 +74,12 @@ extension DurableTimers.Runner {
 
     /// The most history rows one prune removes: a short write, however much has aged out.
     static let pruneBatch = 5_000
+
+    /// The heartbeat's write: none under way, or one — and whether a beat came meanwhile.
+    enum HeartbeatWrite: Equatable {
+        case idle
+        case writing(again: Bool)
+
+        var isWriting: Bool { self != .idle }
+    }
 }
