@@ -88,7 +88,7 @@ extension DurableTimers {
     /// On by default, with a small default: "did it fire, when, how late" is the question asked
     /// after something went wrong, when it is too late to turn recording on. One row per run, pruned
     /// per timer as it is written (a one-shot leaves one row, a repeating timer its last
-    /// ``runsPerTimer``) and by age in short batches at each load of the horizon. Its cost is
+    /// ``runsPerTimer``) and by age in short batches with each heartbeat (every half horizon). Its cost is
     /// measured in BENCHMARKS.md ("Run history").
     public struct History: Sendable, Hashable {
         /// The most runs kept per timer; 0 records none.
