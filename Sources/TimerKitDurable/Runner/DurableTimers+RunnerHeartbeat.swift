@@ -38,8 +38,9 @@ extension DurableTimers.Runner {
         }
         old?.cancel()
         guard writes else { return }
+        // A write asked for again is not made once the runner stops: its shutdown removes the record.
         var again = true
-        while again {
+        while again, isStarted {
             probe { probes in
                 probes.heartbeatWrites += 1
                 probes.mostHeartbeatWrites = max(probes.mostHeartbeatWrites, probes.heartbeatWrites)
