@@ -112,7 +112,7 @@ extension RealTime {
             }
         }
 
-        @Test("ContinuousClock and SuspendingClock instants convert to the TimerKit instants they stand for, and back")
+        @Test("C2: ContinuousClock and SuspendingClock instants convert to the TimerKit instants they stand for, and back, never earlier")
         func interoperation() {
             let before = TimerClock.continuous.now
             let converted = TimerInstant(ContinuousClock.now + .seconds(1))
@@ -129,8 +129,18 @@ extension RealTime {
             let start = ContinuousClock.now
             let back: ContinuousClock.Instant? = ContinuousClock.Instant(TimerClock.continuous.now + .seconds(2))
             let end = ContinuousClock.now
+            // Each conversion reads its source clock first, so a pause between its two readings
+            // (a preempted thread) makes the result later, never earlier than the control.
             #expect(back != nil)
             if let back { #expect(back >= start + .seconds(2) && back <= end + .seconds(2)) }
+
+            let suspendingStart = SuspendingClock.now
+            let suspendingBack = SuspendingClock.Instant(TimerClock.suspending.now + .seconds(2))
+            let suspendingEnd = SuspendingClock.now
+            #expect(suspendingBack != nil)
+            if let suspendingBack {
+                #expect(suspendingBack >= suspendingStart + .seconds(2) && suspendingBack <= suspendingEnd + .seconds(2))
+            }
             #expect(ContinuousClock.Instant(TimerClock.wall.now) == nil)
             #expect(SuspendingClock.Instant(TimerClock.continuous.now) == nil)
         }
