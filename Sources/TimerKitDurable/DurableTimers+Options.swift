@@ -35,14 +35,25 @@ extension DurableTimers {
         /// failed attempt; a handler's own `timeout` at registration overrides it. `nil` (no limit)
         /// by default.
         public var handlerTimeout: Duration?
-        /// How many handlers run at once; more due timers wait for a turn. 16 by default.
-        public var maxConcurrentHandlers = 16
-        /// How many overdue timers per second the runner claims when it catches up (after a
-        /// restart, or when timers pile up): timers overdue by more than a second are not loaded
-        /// one by one but swept — the earliest first, in batches of the free handler slots, each
-        /// batch rows no other runner has taken — at most this many a second (a hundredth of a
-        /// second's worth at once), instead of all at once. 2,000 by default.
-        public var catchUpRate = 2_000
+        /// How many handlers run at once; more due timers wait for a turn. 64 by default.
+        ///
+        /// A slot is taken from the claim of a timer until its handler returns, so the slots also
+        /// bound how many timers one round trip to the store claims. Lower it when the handlers
+        /// call something that takes fewer requests at once; a handler's own limit
+        /// (`maxConcurrentRuns`) does that for one handler.
+        public var maxConcurrentHandlers = 64
+        /// At most how many overdue timers a second the runner sweeps when it catches up, or
+        /// `nil` (the default) for no cap.
+        ///
+        /// Timers overdue by more than a second when the runner loads them (after a restart, say)
+        /// are not loaded one by one. They are swept instead: the earliest first, in batches of
+        /// the free handler slots, each batch rows no other runner has taken. With no cap, a
+        /// backlog drains as fast as the handler slots turn over.
+        ///
+        /// Set a cap to spare what the handlers call from a restart's burst. It applies to sweeps
+        /// only: timers the runner has armed are claimed as they come due, however late, and
+        /// sweeps take turns with them.
+        public var catchUpRate: Int?
         /// How long a write waits for another connection's lock before ``DurableTimerError/locked(reason:)``.
         /// Five seconds by default.
         public var busyTimeout: Duration = .seconds(5)

@@ -75,7 +75,7 @@ public final class DurableTimers: Sendable {
     package init(store: any DurableTimerStore, namespace: String, clock: TimerClock, options: Options) throws(DurableTimerError) {
         guard clock.kind == .wall || clock.kind == .virtual else { throw .notACalendarClock("\(clock.kind)") }
         try DurableLimits.validate(key: namespace)
-        guard options.maxAttempts >= 1, options.maxConcurrentHandlers >= 1, options.catchUpRate >= 1 else {
+        guard options.maxAttempts >= 1, options.maxConcurrentHandlers >= 1, (options.catchUpRate ?? 1) >= 1 else {
             throw .invalidDuration("maxAttempts, maxConcurrentHandlers and catchUpRate must be at least 1")
         }
         for (name, value) in [("horizon", options.horizon), ("lease", options.lease), ("retryDelay", options.retryDelay)] where value <= .zero {

@@ -25,7 +25,7 @@ import Darwin
 struct FleetBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "timerkit-fleet-bench", abstract: "Durable timers on PostgreSQL across 1, 2 and 4 instances, armed vs polled.",
-        subcommands: [Run.self, Storm.self, Backlog.self, Throughput.self, Instance.self], defaultSubcommand: Run.self)
+        subcommands: [Run.self, Storm.self, Backlog.self, Throughput.self, Ceiling.self, Instance.self], defaultSubcommand: Run.self)
 }
 
 struct Instance: AsyncParsableCommand {
@@ -36,16 +36,22 @@ struct Instance: AsyncParsableCommand {
     @Argument var log: String
     @Option var mode: String = "armed"
     @Option(help: "The runner's horizon, in seconds.") var horizon = 60
-    @Option(help: "The runner's catch-up rate.") var catchUpRate = 100_000
+    @Option(help: "The runner's catch-up rate; the library's default when absent.") var catchUpRate: Int?
+    @Option(help: "The runner's handler slots (maxConcurrentHandlers); the library's default when absent.") var slots: Int?
+    @Option(help: "The runner's lease, in seconds; the library's default when absent.") var lease: Int?
     @Option(help: "A name for this instance's lines of the log.") var name = "i"
+
+    /// The settings the armed-and-polled, storm and backlog runs were published with: 64 slots,
+    /// a catch-up rate of 100,000 a second and a 5-second lease.
+    static let tuned = ["--slots", "64", "--catch-up-rate", "100000", "--lease", "5"]
 
     func run() async throws {
         guard let configuration = PostgresURL.configuration(url) else { throw ValidationError("not a PostgreSQL URL: \(url)") }
         let descriptor = open(log, O_WRONLY | O_APPEND | O_CREAT, 0o644)
         var options = DurableTimers.Options()
-        options.lease = .seconds(5)
-        options.maxConcurrentHandlers = 64
-        options.catchUpRate = catchUpRate
+        if let lease { options.lease = .seconds(lease) }
+        if let slots { options.maxConcurrentHandlers = slots }
+        if let catchUpRate { options.catchUpRate = catchUpRate }
         options.horizon = .seconds(horizon)
         options.onError = { error in FileHandle.standardError.write(Data("instance: \(error)\n".utf8)) }
         let name = name
@@ -71,7 +77,7 @@ struct Instance: AsyncParsableCommand {
         defer { sampler.cancel() }
         let timers = try await DurableTimers(postgres: configuration, namespace: namespace, options: options)
         try await timers.register("bench", payload: Int64.self) { due, fire in
-            append("fire \(fire.firedAt.timeIntervalSince1970) \(Double(fire.firedAt.timeIntervalSince1970) - Double(due) / 1e9)", to: descriptor)
+            append("fire \(fire.firedAt.timeIntervalSince1970) \(Double(fire.firedAt.timeIntervalSince1970) - Double(due) / 1e9) \(fire.key)", to: descriptor)
         }
         signal(SIGTERM, SIG_IGN)
         let stop = DispatchSource.makeSignalSource(signal: SIGTERM)
@@ -189,7 +195,7 @@ struct Run: AsyncParsableCommand {
         for _ in 0..<count {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["instance", url, namespace, log, "--mode", mode]
+            process.arguments = ["instance", url, namespace, log, "--mode", mode] + Instance.tuned
             try process.run()
             processes.append(process)
         }
@@ -211,7 +217,7 @@ struct Run: AsyncParsableCommand {
         while ContinuousClock.now < deadline {
             fires = lines(log).compactMap { line in
                 let fields = line.split(separator: " ")
-                guard fields.count == 3, fields[0] == "fire", let at = Double(fields[1]), let lag = Double(fields[2]) else { return nil }
+                guard fields.count >= 3, fields[0] == "fire", let at = Double(fields[1]), let lag = Double(fields[2]) else { return nil }
                 return (at, lag)
             }
             if fires.count >= timers { break }
@@ -311,7 +317,7 @@ struct Storm: AsyncParsableCommand {
             // As autovacuum would after a bulk load: statistics that predate 200,000 rows make the
             // claims and completions scan the namespace (issue 31).
             try await analyze(configuration)
-            let processes = try await launchInstances(2, url: url, namespace: namespace, log: log, arguments: ["--horizon", "600"])
+            let processes = try await launchInstances(2, url: url, namespace: namespace, log: log, arguments: ["--horizon", "600"] + Instance.tuned)
             defer { stopInstances(processes) }
             let writer = try await DurableTimers(postgres: configuration, namespace: namespace)
             try await writer.register("bench", payload: Int64.self) { _, _ in }
@@ -337,7 +343,7 @@ struct Storm: AsyncParsableCommand {
             let windowTimers = Double(loads.filter { $0[2] == "window" }.reduce(0) { $0 + (Int($1[3]) ?? 0) }) / minutes
             let lags = lines.compactMap { line -> Double? in
                 let fields = line.split(separator: " ")
-                guard fields.count == 3, fields[0] == "fire", let lag = Double(fields[2]) else { return nil }
+                guard fields.count >= 3, fields[0] == "fire", let lag = Double(fields[2]) else { return nil }
                 return lag * 1000
             }.sorted()
             rows.append((horizonLoads, windowLoads, windowTimers, lags.isEmpty ? 0 : lags[lags.count * 99 / 100], lags.count, written))
@@ -357,19 +363,25 @@ struct Storm: AsyncParsableCommand {
 
 /// A backlog after downtime: `count` one-shots already overdue when one instance starts; it
 /// sweeps them (the next ready rows, as many as it has free handler slots, at most its catch-up
-/// rate a second). Reported: the time to drain, the fire rate, and the instance's resident set —
+/// rate a second if it has one). Reported: the time to drain, the fire rate, and the instance's resident set —
 /// its peak, and at each quarter of the drain.
 struct Backlog: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "One instance drains a backlog of overdue timers; its memory as it goes.")
 
     @Option(help: "The server; TIMERKIT_POSTGRES_URL by default.") var url: String?
     @Option(help: "Overdue timers, one run each.") var counts: [Int] = [100_000, 1_000_000]
+    @Option(help: "The instance's catch-up rate; the library's default (no cap) when absent.") var catchUpRate: Int?
+    @Option(help: "The instance's handler slots; the library's default when absent.") var slots: Int?
+
+    var arguments: [String] { (catchUpRate.map { ["--catch-up-rate", String($0)] } ?? []) + (slots.map { ["--slots", String($0)] } ?? []) }
 
     func run() async throws {
         guard let url = url ?? ProcessInfo.processInfo.environment["TIMERKIT_POSTGRES_URL"], let configuration = PostgresURL.configuration(url) else {
             throw ValidationError("no server: pass --url or run through Scripts/with-postgres")
         }
-        print("timerkit-fleet-bench backlog: \(counts.map(String.init).joined(separator: ", ")) overdue timers, one instance (catch-up rate 20,000/s)")
+        print(
+            "timerkit-fleet-bench backlog: \(counts.map(String.init).joined(separator: ", ")) overdue timers, one instance (\(arguments.isEmpty ? "default options" : arguments.joined(separator: " ")))"
+        )
         var table: [String] = []
         for count in counts {
             let namespace = "backlog-\(UUID().uuidString.prefix(8))"
@@ -380,7 +392,7 @@ struct Backlog: AsyncParsableCommand {
             try await analyze(configuration)
             while Date() < due.addingTimeInterval(1) { try await Task.sleep(for: .milliseconds(100)) }
             let begin = Date()
-            let processes = try await launchInstances(1, url: url, namespace: namespace, log: log, arguments: ["--catch-up-rate", "20000"])
+            let processes = try await launchInstances(1, url: url, namespace: namespace, log: log, arguments: arguments)
             defer { stopInstances(processes) }
             var fired = 0
             var quarters: [Int] = []

@@ -7,7 +7,7 @@
     python3 bench.py overdue URL --count N [--batch B]
 
 Every job goes to one entrypoint, `bench`; its payload is its due time (unix seconds, ASCII float).
-Each worker handler appends `fire <wall-clock start, unix s> <start - due, s>` to LOG. See README.md.
+Each worker handler appends `fire <wall-clock start, unix s> <start - due, s> <job id>` to LOG. See README.md.
 
 Everything runs on uvloop, as `pgq run` does (pgqueuer's CLI runs its workers with uvloop.run).
 
@@ -149,7 +149,7 @@ async def worker(
         nonlocal fired
         start = time.time()
         due = float(job.payload or b"nan")
-        out.write(f"fire {start:.6f} {start - due:.6f}\n")
+        out.write(f"fire {start:.6f} {start - due:.6f} {job.id}\n")
         fired += 1
 
     loop = asyncio.get_running_loop()
@@ -185,13 +185,38 @@ async def worker(
 # --------------------------------------------------------------------------- offered
 
 
-async def offered(url: str, rate: float, seconds: float, delay: float, connections: int) -> None:
+def report_offered(total: int, failures: int, elapsed: float) -> None:
+    """Prints what an offered load wrote; exits 1 if an enqueue failed."""
+    scheduled = total - failures
+    result = {
+        "scheduled": scheduled,
+        "seconds": round(elapsed, 6),
+        "rate": round(scheduled / elapsed, 3) if elapsed > 0 else 0.0,
+    }
+    if failures:
+        result["failed"] = failures
+    print(json.dumps(result), flush=True)
+    if failures:
+        sys.exit(1)
+
+
+async def offered(
+    url: str,
+    phases: list[tuple[float, float]],
+    delay: float,
+    connections: int,
+    batch_every: float,
+) -> None:
     """R enqueues per second for S seconds, one job per Queries.enqueue call.
 
     Open loop: job i is sent at t0 + i/R on the monotonic clock (no drift), each on its own task
     over a small pool, so one slow round trip does not push the whole schedule back; at most
     `connections` calls are in flight (the next send waits for a free one).
     """
+    if batch_every > 0:
+        await offered_in_batches(url, phases, delay, batch_every, connections)
+        return
+    ((rate, seconds),) = phases
     pool = await asyncpg.create_pool(url, min_size=connections, max_size=connections)
     queries = Queries(AsyncpgPoolDriver(pool))
     total = int(round(rate * seconds))
@@ -228,17 +253,70 @@ async def offered(url: str, rate: float, seconds: float, delay: float, connectio
         elapsed = time.monotonic() - t0
     finally:
         await pool.close()
-    scheduled = total - failures
-    result = {
-        "scheduled": scheduled,
-        "seconds": round(elapsed, 6),
-        "rate": round(scheduled / elapsed, 3) if elapsed > 0 else 0.0,
-    }
-    if failures:
-        result["failed"] = failures
-    print(json.dumps(result), flush=True)
-    if failures:
-        sys.exit(1)
+    report_offered(total, failures, elapsed)
+
+
+async def offered_in_batches(
+    url: str, phases: list[tuple[float, float]], delay: float, every: float, connections: int
+) -> None:
+    """Phases of R jobs per second for S seconds, written in one list enqueue every `every` s.
+
+    Batch k goes at t0 + k * every on the monotonic clock and holds the jobs whose moment has come
+    by then (job i of a phase: the phase's start + i/R), so the count written by any instant
+    follows the rate. Each batch is a task of its own over the pool, at most `connections` in
+    flight.
+    """
+    pool = await asyncpg.create_pool(url, min_size=connections, max_size=connections)
+    queries = Queries(AsyncpgPoolDriver(pool))
+    moments: list[float] = []
+    offset = 0.0
+    for rate, seconds in phases:
+        moments += [offset + i / rate for i in range(int(round(rate * seconds)))]
+        offset += seconds
+    total = len(moments)
+    slots = asyncio.Semaphore(connections)
+    pending: set[asyncio.Task[None]] = set()
+    failures = 0
+
+    async def send(n: int) -> None:
+        nonlocal failures
+        try:
+            due = repr(time.time() + delay).encode()
+            after = timedelta(seconds=delay)
+            await queries.enqueue([ENTRYPOINT] * n, [due] * n, [0] * n, [after] * n)
+        except Exception as exc:  # counted, reported, never silently dropped
+            failures += n
+            log(f"enqueue failed: {exc!r}")
+        finally:
+            slots.release()
+
+    try:
+        t0 = time.monotonic()
+        sent = 0
+        k = 0
+        while sent < total:
+            k += 1
+            wait = t0 + k * every - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            elapsed_now = time.monotonic() - t0
+            due_by_now = sent
+            while due_by_now < total and moments[due_by_now] <= elapsed_now:
+                due_by_now += 1
+            n = due_by_now - sent
+            if n <= 0:
+                continue
+            sent += n
+            await slots.acquire()
+            task = asyncio.create_task(send(n))
+            pending.add(task)
+            task.add_done_callback(pending.discard)
+        if pending:
+            await asyncio.gather(*pending)
+        elapsed = time.monotonic() - t0
+    finally:
+        await pool.close()
+    report_offered(total, failures, elapsed)
 
 
 # --------------------------------------------------------------------------- overdue
@@ -290,10 +368,18 @@ def main(argv: list[str]) -> None:
 
     p = roles.add_parser("offered", help="enqueue R jobs/s for S s, each due D s later")
     p.add_argument("url")
-    p.add_argument("--rate", type=float, required=True)
-    p.add_argument("--seconds", type=float, required=True)
+    p.add_argument(
+        "--rate", type=float, action="append", required=True, help="repeat with --seconds for phases"
+    )
+    p.add_argument("--seconds", type=float, action="append", required=True)
     p.add_argument("--delay", type=float, required=True)
     p.add_argument("--connections", type=int, default=32)
+    p.add_argument(
+        "--batch-every",
+        type=float,
+        default=0,
+        help="write the jobs in one list enqueue every this many seconds (0: one call per job)",
+    )
 
     p = roles.add_parser("overdue", help="insert N already-due jobs in batches")
     p.add_argument("url")
@@ -308,7 +394,12 @@ def main(argv: list[str]) -> None:
             args.url, args.log, args.batch_size, args.concurrency, args.tuned, args.pool
         )
     elif args.role == "offered":
-        coro = offered(args.url, args.rate, args.seconds, args.delay, args.connections)
+        if len(args.rate) != len(args.seconds):
+            parser.error("give --rate and --seconds the same number of times")
+        if len(args.rate) > 1 and args.batch_every <= 0:
+            parser.error("phases (several --rate) need --batch-every")
+        phases = list(zip(args.rate, args.seconds))
+        coro = offered(args.url, phases, args.delay, args.connections, args.batch_every)
     else:
         coro = overdue(args.url, args.count, args.batch)
     uvloop.run(coro)

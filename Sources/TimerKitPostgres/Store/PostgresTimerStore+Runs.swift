@@ -132,16 +132,23 @@ extension PostgresTimerStore {
         // The lease runs from the database's now for as long as the runner asked from its own.
         let lease = leaseUntil.addingSaturating(-reading)
         let now = now(reading)
-        let query: PostgresQuery = """
+        // The rows named by their keys (``keyedRows(keys:owners:sequences:namespace:)``).
+        var query: PostgresQuery = """
             WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns)
             UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease)
-            FROM c, unnest(\(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[]) AS h(key, owner, sequence)
-            WHERE t.namespace = \(namespace) AND t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
-            RETURNING t.key
+            FROM c WHERE
             """
+        let next = query.binds.count + 1
+        query.sql += " " + Self.keyedRows(keys: "$\(next)", owners: "$\(next + 1)", sequences: "$\(next + 2)", namespace: "$\(next + 3)")
+        query.binds.append(claims.map(\.key))
+        query.binds.append(claims.map(\.owner))
+        query.binds.append(claims.map(\.sequence))
+        query.binds.append(namespace)
+        query.sql += " RETURNING t.key"
+        let renewal = query
         return try await call(.reserved) { connection, logger in
             var renewed: Set<StoredKey> = []
-            for try await key in try await connection.query(query, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
+            for try await key in try await connection.query(renewal, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
             return renewed
         }
     }

@@ -21,8 +21,10 @@ extension RunnerStateMachine {
         var sweepCreditPerTick = 1 << 40
 
         /// The sweep's tick and credit for `rate` overdue timers claimed a second: a tick every
-        /// 10 ms (slower rates: one claim a tick), each worth a tick's share of the rate.
-        static func catchUp(rate: Int) -> (tick: Int64, credit: Int) {
+        /// 10 ms (slower rates: one claim a tick), each worth a tick's share of the rate. No rate:
+        /// a credit no sweep uses up.
+        static func catchUp(rate: Int?) -> (tick: Int64, credit: Int) {
+            guard let rate else { return (10_000_000, 1 << 40) }
             let tick = max(10_000_000, 1_000_000_000 / Int64(max(rate, 1)))
             let credit = Double(max(rate, 1)) * Double(tick) / 1e9
             return (tick, Int(min(max(credit.rounded(), 1), Double(1 << 40))))
