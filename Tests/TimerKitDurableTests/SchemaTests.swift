@@ -49,7 +49,7 @@ struct SchemaTests {
         let database = try TemporaryDatabase()
         _ = try DurableTimers(path: database.path)
         let versions = try Self.versions(database)
-        #expect(DurableTimers.schemaVersion == 5)
+        #expect(DurableTimers.schemaVersion == 6)
         #expect(versions.map(\.version) == Array(1...SchemaVersions.current))
         #expect(versions.allSatisfy { $0.by == SchemaVersions.release })
         _ = try DurableTimers(path: database.path)  // opening again applies nothing

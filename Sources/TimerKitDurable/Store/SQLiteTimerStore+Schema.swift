@@ -122,6 +122,7 @@ extension SQLiteTimerStore {
             PRIMARY KEY (namespace, handler)
         ) WITHOUT ROWID;
         """,
-        5: "ALTER TABLE timerkit_timers ADD COLUMN trace_context TEXT;"
+        5: "ALTER TABLE timerkit_timers ADD COLUMN trace_context TEXT;",
+        6: ""
     ]
 }

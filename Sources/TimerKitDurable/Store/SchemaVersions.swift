@@ -15,6 +15,9 @@
 ///    so that every claim statement passes it by unchanged.
 /// 5. Tracing: the timers' `trace_context` column, the propagation headers of the span that
 ///    scheduled the timer (``DurableTimerInstrumentation``), as a JSON object; NULL for none.
+/// 6. PostgreSQL: the statements of every fire as functions with planner settings
+///    (`timerkit_claim_keys`, `timerkit_finish_all`, `timerkit_renew`): one probe of the primary
+///    key per key, whatever the table's statistics. SQLite: nothing.
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL
@@ -22,7 +25,7 @@
 /// one migrates and the others find the work done.
 package enum SchemaVersions {
     /// The version this build reads and writes.
-    package static let current = 5
+    package static let current = 6
 
     /// The release that writes ``current``, recorded beside each migration it applies (the work
     /// toward 0.2.0 until it is tagged).
@@ -34,7 +37,8 @@ package enum SchemaVersions {
         2: "the schema's version, recorded in timerkit_schema",
         3: "PostgreSQL: the sweep's function timerkit_sweep and the timers' autovacuum settings; SQLite: no change",
         4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column",
-        5: "tracing: the timers' trace_context column (the scheduling span's propagation headers)"
+        5: "tracing: the timers' trace_context column (the scheduling span's propagation headers)",
+        6: "PostgreSQL: the claim, removal and renewal functions (timerkit_claim_keys, timerkit_finish_all, timerkit_renew); SQLite: no change"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

@@ -132,25 +132,20 @@ extension PostgresTimerStore {
         // The lease runs from the database's now for as long as the runner asked from its own.
         let lease = leaseUntil.addingSaturating(-reading)
         let now = now(reading)
-        // The rows named by their keys (``keyedRows(keys:owners:sequences:namespace:)``).
-        var query: PostgresQuery = """
-            WITH c AS (SELECT coalesce(\(now)::bigint, timerkit_now_ns()) AS ns)
-            UPDATE timerkit_timers t SET lease_until_ns = c.ns + \(lease), ready_at_ns = c.ns + \(lease)
-            FROM c WHERE
-            """
-        let next = query.binds.count + 1
-        query.sql += " " + Self.keyedRows(keys: "$\(next)", owners: "$\(next + 1)", sequences: "$\(next + 2)", namespace: "$\(next + 3)")
-        query.binds.append(claims.map(\.key))
-        query.binds.append(claims.map(\.owner))
-        query.binds.append(claims.map(\.sequence))
-        query.binds.append(namespace)
-        query.sql += " RETURNING t.key"
-        let renewal = query
+        let renewal = Self.renewal(namespace: namespace, claims: claims, now: now, lease: lease)
         return try await call(.reserved) { connection, logger in
             var renewed: Set<StoredKey> = []
             for try await key in try await connection.query(renewal, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
             return renewed
         }
+    }
+
+    /// The renewal of `claims` (in key order) for `lease` nanoseconds from the database's now (or
+    /// from `now`), through schema version 6's function; it returns each renewed key.
+    static func renewal(namespace: String, claims: [DurableHeldClaim], now: Int64?, lease: Int64) -> PostgresQuery {
+        """
+        SELECT timerkit_renew(\(now)::bigint, \(lease)::bigint, \(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[], \(namespace))
+        """
     }
 
     func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {

@@ -227,7 +227,82 @@ extension PostgresTimerStore {
         ],
         // The scheduling span's propagation headers, as JSON text (read leniently: a value that
         // does not read runs the timer without a parent span).
-        5: ["ALTER TABLE timerkit_timers ADD COLUMN IF NOT EXISTS trace_context text"]
+        5: ["ALTER TABLE timerkit_timers ADD COLUMN IF NOT EXISTS trace_context text"],
+        // The statements of every fire as functions, for the settings a function may carry (as
+        // the sweep's): on a table planned on stale statistics (a fresh one, or one that grew
+        // since it was analyzed) the planner took the namespace for a few rows, and each claim,
+        // removal and renewal scanned all of it — 40 ms a claim of 24 keys on 18,000 index
+        // entries, with one instance at 2,000 fires a second. With bitmap scans, sequential
+        // scans, hash and merge joins off, each key is one probe of the primary key. The claim
+        // compares `parked` with a value the planner cannot see (`p_owner IS NULL`, never true)
+        // so that the ready index, whose predicate is `NOT parked`, is not a path: it offered a
+        // range of every ready row per key.
+        6: [
+            """
+            CREATE OR REPLACE FUNCTION timerkit_claim_keys(p_now bigint, p_keys text[], p_namespace text, p_owner text, p_lease bigint)
+            RETURNS TABLE (timer timerkit_timers, claimed boolean, locked boolean) LANGUAGE sql VOLATILE
+            SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+            AS $$
+                WITH c AS (SELECT coalesce(p_now, timerkit_now_ns()) AS ns),
+                wanted AS (SELECT DISTINCT w.key FROM unnest(p_keys) AS w(key)),
+                target AS (
+                    SELECT l.key FROM wanted CROSS JOIN LATERAL (
+                        SELECT t.key FROM timerkit_timers t
+                        WHERE t.namespace = p_namespace AND t.key = wanted.key AND t.parked = (p_owner IS NULL)
+                            AND t.ready_at_ns <= (SELECT ns FROM c)
+                        FOR UPDATE SKIP LOCKED
+                    ) AS l
+                ),
+                claimed AS (
+                    UPDATE timerkit_timers t SET owner = p_owner, lease_until_ns = c.ns + p_lease, ready_at_ns = c.ns + p_lease, attempts = t.attempts + 1
+                    FROM target, c WHERE t.namespace = p_namespace AND t.key = target.key
+                    RETURNING t.*
+                )
+                SELECT claimed::timerkit_timers, true, false FROM claimed
+                UNION ALL
+                SELECT l.row, false, (l.row).ready_at_ns <= (SELECT ns FROM c) FROM wanted CROSS JOIN LATERAL (
+                    SELECT t AS row FROM timerkit_timers t
+                    WHERE t.namespace = p_namespace AND t.key = wanted.key AND t.parked = (p_owner IS NULL) LIMIT 1
+                ) AS l
+                WHERE wanted.key NOT IN (SELECT key FROM claimed)
+            $$
+            """,
+            """
+            CREATE OR REPLACE FUNCTION timerkit_finish_all(
+                p_keys text[], p_owners text[], p_sequences bigint[], p_namespace text, r_keys text[], r_started bigint[], r_sequences bigint[],
+                r_attempts integer[], r_handlers text[], r_due bigint[], r_ended bigint[], r_outcomes text[], r_instances text[], r_errors text[]
+            ) RETURNS SETOF text LANGUAGE sql VOLATILE
+            SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+            AS $$
+                WITH removed AS (
+                    DELETE FROM timerkit_timers t USING unnest(p_keys, p_owners, p_sequences) AS d(key, owner, sequence)
+                    WHERE t.namespace = p_namespace AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
+                    RETURNING t.key
+                ),
+                recorded AS (
+                    INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
+                    SELECT p_namespace, r.k, r.s, r.q, r.a, r.h, r.d, r.e, r.o, r.i, nullif(r.x, chr(1))
+                    FROM unnest(r_keys, r_started, r_sequences, r_attempts, r_handlers, r_due, r_ended, r_outcomes, r_instances, r_errors)
+                        AS r(k, s, q, a, h, d, e, o, i, x)
+                    JOIN removed ON removed.key = r.k
+                    ON CONFLICT DO NOTHING
+                )
+                SELECT key FROM removed
+            $$
+            """,
+            """
+            CREATE OR REPLACE FUNCTION timerkit_renew(p_now bigint, p_lease bigint, p_keys text[], p_owners text[], p_sequences bigint[], p_namespace text)
+            RETURNS SETOF text LANGUAGE sql VOLATILE
+            SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+            AS $$
+                WITH c AS (SELECT coalesce(p_now, timerkit_now_ns()) AS ns)
+                UPDATE timerkit_timers t SET lease_until_ns = c.ns + p_lease, ready_at_ns = c.ns + p_lease
+                FROM c, unnest(p_keys, p_owners, p_sequences) AS h(key, owner, sequence)
+                WHERE t.namespace = p_namespace AND t.key = h.key AND t.owner = h.owner AND t.sequence = h.sequence
+                RETURNING t.key
+            $$
+            """
+        ]
     ]
 
     /// A script a DBA can run (psql, a migration tool) to bring a database at `version` to

@@ -12,38 +12,10 @@ extension PostgresTimerStore {
     /// each claimed row, and each other key still stored and not parked with its ready time.
     struct ClaimKeys: PostgresPreparedStatement {
         static let name = "timerkit_claim_keys_v6"
-        // Each key looked up in a lateral subquery: a probe of the primary key per key in every
-        // plan, the generic plan of the prepared statement included. (A join of the keys with the
-        // table let the generic plan, which knows no namespace, walk the ready index over the
-        // whole namespace per claim: a cost that grows with the table.) The lookups of the keys
-        // not claimed end in `LIMIT 1` (a key names one row): without it the planner may flatten
-        // the subquery into a hash join over the namespace, which a custom plan chose once the
-        // table held ~10,000 timers and many dead rows — 9 to 39 ms a claim instead of 2. The
-        // update names the rows it locked by an array of keys, not a join: an index scan of the
-        // primary key with those keys in every plan (``keyedRows(keys:owners:sequences:namespace:)``).
-        static let sql = """
-            WITH c AS (SELECT coalesce($1::bigint, timerkit_now_ns()) AS ns),
-            target AS (
-                SELECT l.key FROM (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)) AS wanted
-                CROSS JOIN LATERAL (
-                    SELECT t.key FROM timerkit_timers t
-                    WHERE t.namespace = $3 AND t.key = wanted.key AND NOT t.parked AND t.ready_at_ns <= (SELECT ns FROM c)
-                    FOR UPDATE SKIP LOCKED
-                ) AS l
-            ),
-            claimed AS (
-                UPDATE timerkit_timers t SET owner = $4, lease_until_ns = c.ns + $5, ready_at_ns = c.ns + $5, attempts = t.attempts + 1
-                FROM c WHERE t.namespace = $3 AND t.key = ANY(ARRAY(SELECT key FROM target))
-                RETURNING \(columns(prefix: "t."))
-            )
-            SELECT *, true, false FROM claimed
-            UNION ALL
-            SELECT l.*, false, l.ready_at_ns <= (SELECT ns FROM c) FROM (SELECT DISTINCT w.key FROM unnest($2::text[]) AS w(key)) AS wanted
-            CROSS JOIN LATERAL (
-                SELECT \(columns(prefix: "t.")) FROM timerkit_timers t WHERE t.namespace = $3 AND t.key = wanted.key AND NOT t.parked LIMIT 1
-            ) AS l
-            WHERE l.key NOT IN (SELECT key FROM claimed)
-            """
+        // Schema version 6's function: a probe of the primary key per key whatever the table's
+        // statistics (its planner settings are the point: see there). Each key is looked up
+        // alone, never joined with the namespace.
+        static let sql = "SELECT \(columns(prefix: "(r.timer).")), r.claimed, r.locked FROM timerkit_claim_keys($1, $2, $3, $4, $5) AS r"
         static let bindingDataTypes: [PostgresDataType] = [.int8, .textArray, .text, .text, .int8]
 
         var now: Int64?
@@ -100,45 +72,13 @@ extension PostgresTimerStore {
         func decodeRow(_ row: PostgresRow) throws -> DurableTimerRecord { PostgresTimerStore.record(row) }
     }
 
-    /// SQL: the condition that a row of `timerkit_timers t` is one of those the arrays of keys,
-    /// claim tokens and sequences name (the keys unique).
-    ///
-    /// A join of the arrays with the table lets the planner pick a hash join over the namespace:
-    /// a custom plan did, once the table held ~10,000 timers and many dead rows (7.6 ms for 64
-    /// keys instead of 1.1), and it then locks rows in the table's order, not the keys'; two
-    /// statements that lock the same rows in different orders can deadlock. `key = ANY(keys)`
-    /// is an index scan of the primary key, the keys in order, in every plan; each row's token
-    /// and sequence are checked against its key's place in the arrays. A row updated since the
-    /// statement began is checked again as it is then, as any `WHERE` is.
-    static func keyedRows(keys: String, owners: String, sequences: String, namespace: String) -> String {
-        """
-        t.namespace = \(namespace) AND t.key = ANY(\(keys)::text[])
-            AND t.owner = (\(owners)::text[])[array_position(\(keys)::text[], t.key)]
-            AND t.sequence = (\(sequences)::bigint[])[array_position(\(keys)::text[], t.key)]
-        """
-    }
-
     /// Removes the one-shots that ran, each if its claim still holds it.
     struct FinishAll: PostgresPreparedStatement {
         static let name = "timerkit_finish_all_v6"
-        // The runs of the one-shots removed are recorded by the same statement: a reader never
-        // sees a finished one-shot gone without its run, and a crash cannot keep one without the
-        // other. The rows are named by their keys (``keyedRows(keys:owners:sequences:namespace:)``).
-        static let sql = """
-            WITH removed AS (
-                DELETE FROM timerkit_timers t WHERE \(keyedRows(keys: "$1", owners: "$2", sequences: "$3", namespace: "$4"))
-                RETURNING t.key
-            ),
-            recorded AS (
-                INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
-                SELECT $4, r.k, r.s, r.q, r.a, r.h, r.d, r.e, r.o, r.i, nullif(r.x, chr(1))
-                FROM unnest($5::text[], $6::bigint[], $7::bigint[], $8::integer[], $9::text[], $10::bigint[], $11::bigint[], $12::text[],
-                    $13::text[], $14::text[]) AS r(k, s, q, a, h, d, e, o, i, x)
-                JOIN removed ON removed.key = r.k
-                ON CONFLICT DO NOTHING
-            )
-            SELECT key FROM removed
-            """
+        // Schema version 6's function. The runs of the one-shots removed are recorded by the same
+        // statement: a reader never sees a finished one-shot gone without its run, and a crash
+        // cannot keep one without the other.
+        static let sql = "SELECT timerkit_finish_all($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
         static let bindingDataTypes: [PostgresDataType] = [
             .textArray, .textArray, .int8Array, .text, .textArray, .int8Array, .int8Array, .int4Array, .textArray, .int8Array, .int8Array,
             .textArray, .textArray, .textArray
