@@ -74,7 +74,7 @@ struct PostgresPlanTests {
         let calls = [
             "timerkit_renew(NULL, 1000, \(keyArray), \(owners), \(sequences), 'plans')",
             "timerkit_finish_all(\(keyArray), \(owners), \(sequences), 'plans', \(none.joined(separator: ", ")))",
-            "timerkit_claim_keys(NULL, \(keyArray), 'plans', 'o/2', 1000)",
+            "timerkit_claim_keys(NULL, \(keyArray), 'plans', 'o/2', 1000)"
         ]
         for analyzed in [false, true] {
             if analyzed { try ScratchDatabase.psql(try database.url(), "ANALYZE timerkit_timers") }
