@@ -73,9 +73,8 @@ struct Ceiling: AsyncParsableCommand {
                     say(
                         "  round \(round) overload | \(system) | 1: \(Scenario.offered(phases).name): \(sample.summary); "
                             + String(
-                                format: "fire rate during the overload %.0f/s (%.0f %% of the ceiling), the backlog drained at %@; load %@",
-                                overload.overloadRate, overload.overloadRate / Double(ceiling) * 100,
-                                overload.drainRate.map { String(format: "%.0f/s", $0) } ?? "– (never cleared)", loadAverage()))
+                                format: "fire rate during the overload %.0f/s (%.0f %% of the ceiling), %@; load %@",
+                                overload.overloadRate, overload.overloadRate / Double(ceiling) * 100, overload.drainDescription, loadAverage()))
                 }
             }
         }
@@ -104,11 +103,13 @@ struct Ceiling: AsyncParsableCommand {
         say("|---|--:|---|--:|--:|--:|--:|--:|--:|")
         for system in systems {
             guard let runs = overloads[system], let first = runs.first else { continue }
-            let drains = runs.compactMap(\.drainRate)
+            let drains = runs.filter { $0.backlogAtEnd > 0 }.compactMap(\.drainRate)
+            let backlogs = runs.count { $0.backlogAtEnd > 0 }
             say(
                 "| \(system) | \(first.ceiling)/s | \(Scenario.offered(first.phases).name) | \(spreadCell(runs.map(\.overloadRate), "%.0f"))/s | "
                     + "\(spreadCell(runs.map { $0.overloadRate / Double($0.ceiling) * 100 }, "%.0f")) | "
-                    + "\(drains.isEmpty ? "never cleared" : spreadCell(drains, "%.0f") + "/s")\(drains.count < runs.count ? " (\(runs.count - drains.count) never cleared)" : "") | "
+                    + "\(backlogs == 0 ? "no backlog formed" : drains.isEmpty ? "never cleared" : spreadCell(drains, "%.0f") + "/s")"
+                    + "\(drains.count < backlogs ? " (\(backlogs - drains.count) never cleared)" : "") | "
                     + "\(spreadCell(runs.map(\.sample.lag.p99), "%.0f")) | \(runs.map { "\($0.sample.fired)/\($0.sample.expected)" }.joined(separator: ", ")) | "
                     + "\(runs.map { String($0.sample.duplicates) }.joined(separator: ", ")) |")
         }
@@ -153,6 +154,14 @@ struct Overload {
         return Double(sample.fires.count { $0.at >= sample.start && $0.at < end }) / phases[0].seconds
     }
 
+    /// The timers due (more than the bound before) the end of the overload that had not fired
+    /// by then.
+    var backlogAtEnd: Int {
+        let end = sample.start + phases[0].seconds
+        let due = sample.fires.count { $0.at - $0.lag <= end - bound / 1000 }
+        return max(due - sample.fires.count { $0.at < end }, 0)
+    }
+
     /// Fires a second from the end of the overload until the backlog was gone — every timer due
     /// more than the bound before a fire had fired by then; `nil` if that never happened.
     var drainRate: Double? {
@@ -168,6 +177,13 @@ struct Overload {
             return at > end ? Double(index + 1 - before) / (at - end) : nil
         }
         return nil
+    }
+
+    /// What became of the backlog after the overload, in words.
+    var drainDescription: String {
+        guard backlogAtEnd > 0 else { return "no backlog formed (kept up)" }
+        guard let rate = drainRate else { return "a backlog of \(backlogAtEnd) never cleared" }
+        return String(format: "a backlog of %d drained at %.0f/s", backlogAtEnd, rate)
     }
 
     /// Offered (by due time), fired and lag p99 (by fire time), per second from the first due time.
