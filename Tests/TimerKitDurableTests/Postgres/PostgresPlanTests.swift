@@ -51,8 +51,9 @@ struct PostgresPlanTests {
     func everyPlanProbesByKey() async throws {
         let database = try ScratchDatabase()
         defer { database.drop() }
-        let timers = try await DurableTimers(postgres: try database.configuration(), namespace: "plans", options: serverOptions())
-        await timers.shutdown()
+        // The deploy step's migration: it returns once the schema is in place (a runner's
+        // initializer may return before, while its store opens in the background).
+        try await DurableTimers.migrate(postgres: try database.configuration(), timeout: .seconds(120))
         // Statistics taken when the namespace held 100 timers (autovacuum analyzes a young table
         // early); then 10,000 claimed timers, each updated twice (two dead rows each).
         try ScratchDatabase.psql(
