@@ -132,20 +132,15 @@ extension PostgresTimerStore {
         // The lease runs from the database's now for as long as the runner asked from its own.
         let lease = leaseUntil.addingSaturating(-reading)
         let now = now(reading)
-        let renewal = Self.renewal(namespace: namespace, claims: claims, now: now, lease: lease)
+        // Schema version 6's function (one probe of the primary key per key).
+        let renewal: PostgresQuery = """
+            SELECT timerkit_renew(\(now)::bigint, \(lease)::bigint, \(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[], \(namespace))
+            """
         return try await call(.reserved) { connection, logger in
             var renewed: Set<StoredKey> = []
             for try await key in try await connection.query(renewal, logger: logger).decode(String.self) { renewed.insert(StoredKey(key)) }
             return renewed
         }
-    }
-
-    /// The renewal of `claims` (in key order) for `lease` nanoseconds from the database's now (or
-    /// from `now`), through schema version 6's function; it returns each renewed key.
-    static func renewal(namespace: String, claims: [DurableHeldClaim], now: Int64?, lease: Int64) -> PostgresQuery {
-        """
-        SELECT timerkit_renew(\(now)::bigint, \(lease)::bigint, \(claims.map(\.key))::text[], \(claims.map(\.owner))::text[], \(claims.map(\.sequence))::bigint[], \(namespace))
-        """
     }
 
     func release(namespace: String, key: String, owner: String, sequence: Int64, readyAt: Int64) async throws(DurableTimerError) -> Bool {

@@ -3,9 +3,10 @@ import PostgresNIO
 import TimerKitDurable
 
 // The statements of every fire — the claim of woken keys, the sweep, the removal of one-shots
-// that ran — and the single schedule, as prepared statements: each connection parses and plans
-// them once, not at every call (planning the claim took longer than running it). Their shapes
-// are fixed; what varies is bound.
+// that ran — and the single schedule, as prepared statements: each connection parses them once.
+// The claim, the sweep and the removal call functions of the schema, whose bodies PostgreSQL
+// plans at each call under the planner settings they carry. Their shapes are fixed; what
+// varies is bound.
 
 extension PostgresTimerStore {
     /// Claims the woken keys that are ready (see ``claim(namespace:keys:owner:now:leaseUntil:)``):
