@@ -103,7 +103,10 @@ let targets: [Target] =
         ),
         // TimerKitDurable: the `timerkit durable` tests fill their databases through it.
         .testTarget(name: "timerkitTests", dependencies: ["timerkit", "TimerKitDurable"] + withPostgresStore),
-        .testTarget(name: "TimerKitDashboardTests", dependencies: ["TimerKitDashboard", "TimerKitDurable", "TimerKitTesting"] + withPostgresStore),
+        .testTarget(
+            name: "TimerKitDashboardTests",
+            // GRDB and PostgresNIO write rows no release of the stores writes (the extremes of every column).
+            dependencies: ["TimerKitDashboard", "TimerKitDurable", "TimerKitTesting", grdb] + withPostgresStore + (withPostgres ? [postgresNIO] : [])),
         // A demo fleet instance with seeded timers, for the dashboard's browser test (not a product).
         .executableTarget(name: "timerkit-dashboard-fleet", dependencies: ["TimerKitDurable", "TimerKit"] + withPostgresStore),
         // A process the durable crash tests start and kill (not a product).

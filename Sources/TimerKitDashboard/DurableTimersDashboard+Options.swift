@@ -16,7 +16,7 @@ extension DurableTimersDashboard {
         /// Timers per page of a list: 50 by default (at most 500).
         public var pageSize: Int
         /// How often a page refreshes itself while it is visible (with JavaScript): 5 s by
-        /// default; `nil` never.
+        /// default; `nil` never. Taken as at least a second and at most a day.
         public var refreshInterval: Duration?
         /// How late a repeating timer must be to be listed as late on the overview: 60 s by default.
         public var lateBy: Duration

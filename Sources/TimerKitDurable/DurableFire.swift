@@ -14,6 +14,10 @@ public struct DurableFire: Sendable, Hashable, CustomStringConvertible {
     public let firedAt: Date
     /// How many occurrences this fire stands for: 1 normally; more after downtime under
     /// ``MisfirePolicy/once``; 0 for a run started by ``DurableTimers/fire(key:)``.
+    ///
+    /// A calendar schedule's occurrences are counted one by one up to 10,000 at a claim: after a
+    /// longer outage, this count and ``skippedDeadlineCount`` stop there (the fire and the next
+    /// occurrence are still exact).
     public let deadlineCount: Int
     /// How many occurrences before ``scheduledDeadline`` passed without a fire of their own, under
     /// ``MisfirePolicy/skip``, ``MisfirePolicy/within(_:)`` or a capped ``MisfirePolicy/all(max:)``.

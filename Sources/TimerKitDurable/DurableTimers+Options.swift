@@ -16,10 +16,10 @@ extension DurableTimers {
     public struct Options: Sendable {
         /// How far ahead the runner loads timers into TimerKit's engine; it loads again halfway.
         /// A timer scheduled through this runner inside the horizon is armed at once. One minute by
-        /// default.
+        /// default; at most a day.
         public var horizon: Duration = .seconds(60)
         /// How long a claim holds a timer before another runner may take it (after a crash, say).
-        /// Renewed every third of it while the handler runs. 30 seconds by default.
+        /// Renewed every third of it while the handler runs. 30 seconds by default; at most a day.
         public var lease: Duration = .seconds(30)
         /// Attempts at one occurrence before the timer is parked as failed. 5 by default.
         public var maxAttempts = 5
@@ -55,7 +55,7 @@ extension DurableTimers {
         /// sweeps take turns with them.
         public var catchUpRate: Int?
         /// How long a write waits for another connection's lock before ``DurableTimerError/locked(reason:)``.
-        /// Five seconds by default.
+        /// Five seconds by default; more than zero and at most a day.
         public var busyTimeout: Duration = .seconds(5)
         /// How durable each write is. ``Durability/full`` by default.
         public var durability: Durability = .full
@@ -115,5 +115,33 @@ extension DurableTimers {
 
         /// Records no runs.
         public static let off = History(runsPerTimer: 0)
+    }
+}
+
+extension DurableTimers.Options {
+    /// The longest lease, horizon and busy timeout: a day. A lease of centuries would leave a
+    /// crashed instance's timers held for ever, and a day past now still fits in 64 bits of
+    /// nanoseconds wherever the stores add it. A PostgreSQL write notifies the other instances
+    /// of timers ready within it, so that each arms what its own horizon holds.
+    package static let longest: Duration = .seconds(86_400)
+
+    /// Checks the options and `namespace` before anything is opened (the initializers call it
+    /// first: options out of range change nothing in the database).
+    ///
+    /// - Throws: ``DurableTimerError/invalidDuration(_:)`` for an option out of range,
+    ///   ``DurableTimerError/invalidKey(_:)`` for an invalid namespace.
+    package func validate(namespace: String) throws(DurableTimerError) {
+        try DurableLimits.validate(key: namespace)
+        guard maxAttempts >= 1, maxConcurrentHandlers >= 1, (catchUpRate ?? 1) >= 1 else {
+            throw .invalidDuration("maxAttempts, maxConcurrentHandlers and catchUpRate must be at least 1")
+        }
+        for (name, value) in [("horizon", horizon), ("lease", lease), ("retryDelay", retryDelay), ("busyTimeout", busyTimeout)] where value <= .zero {
+            throw .invalidDuration("\(name) must be more than zero")
+        }
+        for (name, value) in [("horizon", horizon), ("lease", lease), ("busyTimeout", busyTimeout)] where value > Self.longest {
+            throw .invalidDuration("\(name) must be at most a day (it was \(value))")
+        }
+        if grace < .zero { throw .invalidDuration("grace must not be negative") }
+        if let handlerTimeout, handlerTimeout <= .zero { throw .invalidDuration("handlerTimeout must be more than zero") }
     }
 }

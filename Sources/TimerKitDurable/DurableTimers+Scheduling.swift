@@ -115,7 +115,12 @@ extension DurableTimers {
     /// (each as ``schedule(key:at:handler:payload:misfire:ifExists:)`` would; one bad entry refuses
     /// the whole batch, and nothing is written).
     ///
-    /// - Returns: How many were stored (fewer than given under ``DurableConflict/keep``).
+    /// A key given twice is one timer: under ``DurableConflict/replace`` its last entry is
+    /// stored, under ``DurableConflict/keep`` its first; under ``DurableConflict/fail`` the batch
+    /// is refused with ``DurableTimerError/keyInUse(_:)``. Every store answers alike.
+    ///
+    /// - Returns: How many were stored (fewer than given under ``DurableConflict/keep``, or when a
+    ///   key was given twice).
     @discardableResult
     public func schedule<Payload: Codable & Sendable>(
         _ timers: [(key: String, at: Date, payload: Payload)], handler: String, misfire: MisfirePolicy = .once, ifExists: DurableConflict = .replace
@@ -132,6 +137,7 @@ extension DurableTimers {
                     namespace: namespace, key: timer.key, handler: handler, payload: try Self.encode(timer.payload, key: timer.key, encoder),
                     recurrence: .none, misfire: misfire, due: try DurableLimits.nanoseconds(of: timer.at)))
         }
+        records = try Self.oneEntryPerKey(records, ifExists)
         let stored = try await traced(records) { records throws(DurableTimerError) in try await store.putAll(records, conflict: ifExists) }
         learn { machine in
             records.flatMap { machine.load(StoredKey($0.key), readyAt: $0.readyAt, handler: $0.handler) }
@@ -174,7 +180,7 @@ extension DurableTimers {
     public func reschedule(key: String, at date: Date) async throws(DurableTimerError) {
         let due = try DurableLimits.nanoseconds(of: date)
         guard DurableLimits.isValid(key: key) else { throw .notFound(key) }
-        guard let record = try await store.move(namespace: namespace, key: key, due: due, readyAt: due) else { throw .notFound(key) }
+        guard let record = try await store.move(namespace: namespace, key: key, due: due, readyAt: due, ifSequence: nil) else { throw .notFound(key) }
         learn { $0.load(StoredKey(key), readyAt: record.readyAt, handler: record.handler) }
     }
 
@@ -184,20 +190,48 @@ extension DurableTimers {
     ///   of dates; otherwise as ``reschedule(key:at:)``.
     public func postpone(key: String, by delay: Duration) async throws(DurableTimerError) {
         guard let nanoseconds = delay.exactNanoseconds else { throw .invalidDuration("the delay does not fit in 64-bit nanoseconds") }
-        guard DurableLimits.isValid(key: key), let record = try await store.record(namespace: namespace, key: key) else { throw .notFound(key) }
-        let due = record.due.addingSaturating(nanoseconds)
-        guard DurableLimits.contains(due) else { throw .invalidDuration("postponed by \(delay), the deadline leaves the range of dates") }
-        try await reschedule(key: key, at: Date(nanosecondsSince1970: due))
+        try await move(key: key) { record throws(DurableTimerError) in
+            let due = record.due.addingSaturating(nanoseconds)
+            guard DurableLimits.contains(due) else { throw .invalidDuration("postponed by \(delay), the deadline leaves the range of dates") }
+            return due
+        }
     }
 
     /// Schedules a parked (failed) timer again at its occurrence, with its attempts cleared.
+    ///
+    /// - Throws: ``DurableTimerError/notFound(_:)`` when no timer is stored under the key, or it
+    ///   is running; ``DurableTimerError/invalidDate(_:)`` when its stored deadline is outside the
+    ///   range of dates.
     public func retry(key: String) async throws(DurableTimerError) {
-        guard DurableLimits.isValid(key: key), let record = try await store.record(namespace: namespace, key: key) else { throw .notFound(key) }
-        guard DurableLimits.contains(record.due) else {
-            throw .invalidDate("its deadline is outside the range of dates: reschedule(key:at:) it to a date in the range")
+        try await move(key: key) { record throws(DurableTimerError) in
+            guard DurableLimits.contains(record.due) else {
+                throw .invalidDate("its deadline is outside the range of dates: reschedule(key:at:) it to a date in the range")
+            }
+            return record.due
         }
-        try await reschedule(key: key, at: Date(nanosecondsSince1970: record.due))
     }
+
+    /// Moves the occurrence it reads to the deadline `moved` gives for it, if that occurrence is
+    /// still stored when the move is written. An occurrence that ended meanwhile (a repeating
+    /// timer advanced) or another move makes it read again, so two postpones add both delays
+    /// and a finished occurrence is never moved back to run again.
+    private func move(key: String, _ moved: (DurableTimerRecord) throws(DurableTimerError) -> Int64) async throws(DurableTimerError) {
+        guard DurableLimits.isValid(key: key) else { throw .notFound(key) }
+        for _ in 0..<Self.moveAttempts {
+            // A timer a runner holds is not moved (that would race its completion), as reschedule.
+            guard let record = try await store.record(namespace: namespace, key: key), record.owner == nil else { throw .notFound(key) }
+            let due = try moved(record)
+            if let stored = try await store.move(namespace: namespace, key: key, due: due, readyAt: due, ifSequence: record.sequence) {
+                learn { $0.load(StoredKey(key), readyAt: stored.readyAt, handler: stored.handler) }
+                return
+            }
+        }
+        throw .store(reason: "the timer '\(key)' changed \(Self.moveAttempts) times while it was being moved: try again")
+    }
+
+    /// How often a fenced move reads again before it gives up: each conflict is another caller's
+    /// move that was written, so this bounds contention, never a spin.
+    private static let moveAttempts = 100
 
     /// Runs the timer's handler now, standing for no occurrence (C7): a one-shot then ends; a
     /// repeating timer keeps its next occurrence. Returns at once; the run is claimed like any other.
@@ -212,6 +246,29 @@ extension DurableTimers {
     }
 
     // MARK: Plumbing
+
+    /// `records` with one entry per key, as ``DurableConflict`` reads a key given twice: the last
+    /// replaces, the first is kept, or the batch fails. (PostgreSQL refuses a statement that
+    /// updates one row twice; SQLite took the entries in turn.)
+    static func oneEntryPerKey(_ records: [DurableTimerRecord], _ conflict: DurableConflict) throws(DurableTimerError) -> [DurableTimerRecord] {
+        var index: [String: Int] = [:]
+        index.reserveCapacity(records.count)
+        var unique: [DurableTimerRecord] = []
+        unique.reserveCapacity(records.count)
+        for record in records {
+            guard let earlier = index[record.key] else {
+                index[record.key] = unique.count
+                unique.append(record)
+                continue
+            }
+            switch conflict {
+            case .replace: unique[earlier] = record
+            case .keep: break
+            case .fail: throw .keyInUse(record.key)
+            }
+        }
+        return unique
+    }
 
     /// Now plus `delay`, checked against the range of dates.
     func deadline(after delay: Duration) throws(DurableTimerError) -> Int64 {

@@ -66,6 +66,8 @@ public final class DurableTimers: Sendable {
     ///   ``DurableTimerError/schema(reason:)`` for a schema newer than this build's (or older, with
     ///   ``SchemaUpgrade/verifyOnly``).
     public convenience init(path: String, namespace: String = "default", clock: TimerClock = .wall, options: Options = Options()) throws(DurableTimerError) {
+        // Before the file is opened or migrated: bad options change nothing.
+        try options.validate(namespace: namespace)
         let store = try SQLiteTimerStore(
             path: path, busyTimeout: options.busyTimeout, durability: options.durability, upgrade: options.schemaUpgrade, executor: clock.taskExecutor)
         try self.init(store: store, namespace: namespace, clock: clock, options: options)
@@ -74,14 +76,7 @@ public final class DurableTimers: Sendable {
     /// Makes a runner on any store (the package's PostgreSQL store uses it).
     package init(store: any DurableTimerStore, namespace: String, clock: TimerClock, options: Options) throws(DurableTimerError) {
         guard clock.kind == .wall || clock.kind == .virtual else { throw .notACalendarClock("\(clock.kind)") }
-        try DurableLimits.validate(key: namespace)
-        guard options.maxAttempts >= 1, options.maxConcurrentHandlers >= 1, (options.catchUpRate ?? 1) >= 1 else {
-            throw .invalidDuration("maxAttempts, maxConcurrentHandlers and catchUpRate must be at least 1")
-        }
-        for (name, value) in [("horizon", options.horizon), ("lease", options.lease), ("retryDelay", options.retryDelay)] where value <= .zero {
-            throw .invalidDuration("\(name) must be more than zero")
-        }
-        if let timeout = options.handlerTimeout, timeout <= .zero { throw .invalidDuration("handlerTimeout must be more than zero") }
+        try options.validate(namespace: namespace)
         self.store = store
         self.namespace = namespace
         self.clock = clock
@@ -133,7 +128,7 @@ public final class DurableTimers: Sendable {
     ///   - handler: Runs each occurrence, with its payload and what the runner knows of the fire.
     /// - Throws: ``DurableTimerError/handlerAlreadyRegistered(_:)``, ``DurableTimerError/invalidKey(_:)``
     ///   for an invalid name, ``DurableTimerError/invalidDuration(_:)`` for a timeout or a lease of
-    ///   zero or less, a retry policy with fewer than one attempt or a delay of zero or less, or a
+    ///   zero or less, a lease of more than a day, a retry policy with fewer than one attempt or a delay of zero or less, or a
     ///   `maxConcurrentRuns` under 1.
     public func register<Payload: Codable & Sendable>(
         _ name: String, payload: Payload.Type, timeout: Duration? = nil, retry: DurableRetryPolicy? = nil, maxConcurrentRuns: Int? = nil,
@@ -142,6 +137,7 @@ public final class DurableTimers: Sendable {
         try DurableLimits.validate(key: name)
         if let timeout, timeout <= .zero { throw .invalidDuration("a handler's timeout must be more than zero") }
         if let lease, lease <= .zero { throw .invalidDuration("a handler's lease must be more than zero") }
+        if let lease, lease > Options.longest { throw .invalidDuration("a handler's lease must be at most a day (it was \(lease))") }
         if let maxConcurrentRuns, maxConcurrentRuns < 1 {
             throw .invalidDuration("a handler's maxConcurrentRuns must be at least 1 (it was \(maxConcurrentRuns))")
         }

@@ -32,7 +32,9 @@ extension DurableTimers {
     /// - Throws: ``DurableTimerError/store(reason:)`` when the database
     ///   refuses the schema (no permission, say), ``DurableTimerError/schema(reason:)`` for a
     ///   schema newer than this build's (or older, with ``DurableTimers/SchemaUpgrade/verifyOnly``),
-    ///   ``DurableTimerError/invalidKey(_:)`` for an empty namespace.
+    ///   ``DurableTimerError/invalidKey(_:)`` for an invalid namespace,
+    ///   ``DurableTimerError/invalidDuration(_:)`` for options out of range (checked before it
+    ///   connects).
     public convenience init(
         postgres configuration: PostgresClient.Configuration, namespace: String = "default", options: Options = Options(),
         maximumClockSkew: Duration = .seconds(1)
@@ -46,8 +48,10 @@ extension DurableTimers {
         postgres configuration: PostgresClient.Configuration, namespace: String = "default", options: Options = Options(),
         maximumClockSkew: Duration = .seconds(1), hostClockSkew: Duration, listenerCheck: Duration = .seconds(10)
     ) async throws(DurableTimerError) {
+        // Before anything connects or migrates: bad options change nothing in the database.
+        try options.validate(namespace: namespace)
         let store = try await PostgresTimerStore(
-            configuration: configuration, timeSource: .database, notifyWithin: options.horizon, timeout: options.busyTimeout, maximumSkew: maximumClockSkew,
+            configuration: configuration, timeSource: .database, notifyWithin: Options.longest, timeout: options.busyTimeout, maximumSkew: maximumClockSkew,
             upgrade: options.schemaUpgrade, hostSkew: hostClockSkew.saturatingNanoseconds, listenerCheck: listenerCheck, waitsForDatabase: true,
             onError: options.onError)
         try self.init(store: store, namespace: namespace, clock: .wall, options: options)

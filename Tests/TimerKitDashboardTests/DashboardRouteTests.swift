@@ -49,6 +49,7 @@ final class Fixture: Sendable {
     static let token = "s3cret-token"
 
     let folder: URL
+    let namespace: String
     let timers: DurableTimers
     let scheduler: DurableTimers
     /// The dashboard's own runner, as `timerkit durable serve` opens one: no handler, never run.
@@ -64,7 +65,7 @@ final class Fixture: Sendable {
         // busy loops on every core, with the server on the same two cores, where opening a store
         // once took longer than the default 5 s (a slow server, not an unreachable one).
         options.busyTimeout = .seconds(60)
-        let namespace = "dashboard-\(UUID().uuidString)"
+        namespace = "dashboard-\(UUID().uuidString)"
         timers = try await store.open(folder, namespace: namespace, options: options)
         struct Declined: Error, CustomStringConvertible { var description: String { "card declined" } }
         try await timers.register("email.send", payload: Note.self) { _, _ in }

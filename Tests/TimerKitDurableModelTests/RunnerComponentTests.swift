@@ -84,7 +84,7 @@ struct RunnerComponentTests {
     }
 
     @Test(
-        "Backlog sweep: credit starts at a tenth of a tick, grows a tick at a time up to two, and a sweep spends it; a sweep that finds fewer than it asked for ends the backlog"
+        "Backlog sweep: credit starts at a tenth of a tick, grows a tick at a time up to two, and a sweep spends it; between ticks a sweep waits for half the slots; a sweep that finds fewer than it asked for ends the backlog"
     )
     func sweepCredit() {
         var sweep = BacklogSweep(tick: 10_000_000, creditPerTick: 100)
@@ -98,11 +98,18 @@ struct RunnerComponentTests {
         #expect(ticks == [true] && sweep.credit == 110)
         _ = (sweep.tickCame(), sweep.tickCame())
         #expect(sweep.credit == 200, "at most two ticks' worth")
-        #expect(sweep.mayStart(freeSlots: 16, anyHandlerHasRoom: true))
-        #expect(!sweep.mayStart(freeSlots: 0, anyHandlerHasRoom: true))
-        #expect(!sweep.mayStart(freeSlots: 16, anyHandlerHasRoom: false))
+        #expect(sweep.mayStart(freeSlots: 16, capacity: 16, anyHandlerHasRoom: true))
+        #expect(!sweep.mayStart(freeSlots: 0, capacity: 16, anyHandlerHasRoom: true))
+        #expect(!sweep.mayStart(freeSlots: 16, capacity: 16, anyHandlerHasRoom: false))
         let limit = sweep.start(freeSlots: 16, skipping: [])
         #expect(limit == 16 && sweep.credit == 184 && sweep.inFlight == 16)
+        // Until the next tick, a sweep waits for half the slots: slots that free one by one are
+        // swept together, not one row at a time.
+        #expect(!sweep.mayStart(freeSlots: 1, capacity: 16, anyHandlerHasRoom: true))
+        #expect(!sweep.mayStart(freeSlots: 7, capacity: 16, anyHandlerHasRoom: true))
+        #expect(sweep.mayStart(freeSlots: 8, capacity: 16, anyHandlerHasRoom: true))
+        _ = sweep.tickCame()
+        #expect(sweep.mayStart(freeSlots: 1, capacity: 16, anyHandlerHasRoom: true), "a tick lets a free slot be swept")
         let full = sweep.ended(found: 16, limit: 16)
         #expect(full == nil && sweep.isPending && sweep.inFlight == 0, "found all it asked for: more may wait")
         _ = sweep.start(freeSlots: 16, skipping: [])

@@ -236,6 +236,9 @@ final class ModelProcess {
     var slowWritesUntil: Int64 = .min
     /// Armed wake-ups, at its own clock's readings.
     var wakeUps: [StoredKey: WakeUp] = [:]
+    /// Arms and disarms not carried out yet: the runner carries out actions outside its lock, so a
+    /// later transition's may go first.
+    var deferredWakeUps: [Machine.Action] = []
     /// Timers on a monotonic clock (true time).
     var timers: [Scheduled] = []
     var handlers: [StoredKey: ModelHandler] = [:]

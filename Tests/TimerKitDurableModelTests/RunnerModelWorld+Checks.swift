@@ -37,6 +37,16 @@ extension ModelWorld {
                 "p\(processes[index].id): \(machine.handlerSlots[limited, default: 0]) slots of \(limited) taken, \(holding) occurrences hold one\(unslotted ? ", a run of it holds none" : "")"
             )
         }
+        // Every occurrence the machine holds armed has its wake-up, of its generation, armed or
+        // about to be (an arm not carried out yet).
+        for (key, occurrence) in machine.occurrences {
+            guard case .armed(_, let generation) = occurrence.phase, processes[index].wakeUps[key]?.generation != generation else { continue }
+            let pending = processes[index].deferredWakeUps.contains { action in
+                if case .arm(key, _, generation) = action { return true }
+                return false
+            }
+            if !pending { violations.append("p\(processes[index].id): \(key) is armed for generation \(generation) in the machine, with no wake-up") }
+        }
         for key in machine.held {
             switch machine.occurrences[key]?.phase {
             case .running?, .completing?: break

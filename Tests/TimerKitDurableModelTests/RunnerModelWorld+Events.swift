@@ -58,6 +58,7 @@ extension ModelWorld {
         processes[index].answers = []
         processes[index].timers = []
         processes[index].wakeUps = [:]
+        processes[index].deferredWakeUps = []
     }
 
     mutating func freeze() {

@@ -140,6 +140,15 @@ struct ModelWorld {
         while violations.isEmpty, rounds < 1_000 {
             rounds += 1
             var progress = false
+            // The wake-up actions that waited, now, in the order they came.
+            for index in processes.indices where !processes[index].deferredWakeUps.isEmpty {
+                let deferred = processes[index].deferredWakeUps
+                processes[index].deferredWakeUps = []
+                guard processes[index].isAlive else { continue }
+                for action in deferred { applyWakeUp(action, index) }
+                checkAlways(index)
+                progress = true
+            }
             // Store calls due, in order.
             while let position = calls.indices.filter({ calls[$0].at <= now }).min(by: { calls[$0].at < calls[$1].at }) {
                 let call = calls.remove(at: position)
@@ -256,8 +265,13 @@ struct ModelWorld {
         for action in actions {
             guard processes[index].isAlive else { return }
             switch action {
-            case .arm(let key, let instant, let generation): processes[index].wakeUps[key] = .init(at: instant, generation: generation)
-            case .disarm(let key): processes[index].wakeUps[key] = nil
+            case .arm, .disarm:
+                // A quarter of them wait until the world settles, after the actions that follow.
+                if Int.random(in: 0..<4, using: &random) == 0 {
+                    processes[index].deferredWakeUps.append(action)
+                } else {
+                    applyWakeUp(action, index)
+                }
             case .claim(let round, let token): call(index, .claim(round, token: token, reading: processes[index].reading(now)))
             case .sweep(let limit, let token, let excluding, let skipping):
                 call(index, .sweep(limit: limit, token: token, excluding: excluding, skipping: skipping, reading: processes[index].reading(now)))
@@ -283,6 +297,20 @@ struct ModelWorld {
             case .report, .event: break
             case .drained: drained(index)
             }
+        }
+    }
+
+    /// An arm or a disarm, as the runner's shell carries it out: an arm only if the machine still
+    /// holds its generation, a disarm only of the wake-up armed for its own.
+    mutating func applyWakeUp(_ action: Machine.Action, _ index: Int) {
+        switch action {
+        case .arm(let key, let instant, let generation):
+            guard case .armed(_, generation)? = processes[index].machine.occurrences[key]?.phase else { return }
+            processes[index].wakeUps[key] = .init(at: instant, generation: generation)
+        case .disarm(let key, let generation):
+            if let armed = processes[index].wakeUps[key], armed.generation <= generation { processes[index].wakeUps[key] = nil }
+        default:
+            break
         }
     }
 

@@ -130,6 +130,36 @@ struct DurableBadInputTests {
     }
 
     @Test(
+        "C17: options out of range — a lease, horizon or busy timeout of more than a day, a busy timeout of zero, a negative grace — are refused before the database file is made; a handler's lease of more than a day too"
+    )
+    func optionsRefusedBeforeOpening() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("timerkit-options-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let path = folder.appendingPathComponent("timers.sqlite").path
+        let changes: [(String, (inout DurableTimers.Options) -> Void)] = [
+            ("lease", { $0.lease = .seconds(86_401) }), ("lease", { $0.lease = .seconds(Int64.max) }), ("horizon", { $0.horizon = .seconds(86_401) }),
+            ("busyTimeout", { $0.busyTimeout = .zero }), ("busyTimeout", { $0.busyTimeout = .seconds(86_401) }), ("grace", { $0.grace = .seconds(-1) })
+        ]
+        for (name, change) in changes {
+            var options = DurableTimers.Options()
+            change(&options)
+            #expect {
+                try DurableTimers(path: path, clock: makeVirtualClock().clock, options: options)
+            } throws: { error in
+                guard case DurableTimerError.invalidDuration(let reason) = error else { return false }
+                return reason.contains(name)
+            }
+            #expect(!FileManager.default.fileExists(atPath: path), "\(name): the file was made before the options were checked")
+        }
+        var longest = DurableTimers.Options()
+        (longest.lease, longest.horizon, longest.busyTimeout) = (.seconds(86_400), .seconds(86_400), .seconds(86_400))
+        let timers = try DurableTimers(path: path, clock: makeVirtualClock().clock, options: longest)
+        await #expect(throws: DurableTimerError.self) { try await timers.register("long", payload: Note.self, lease: .seconds(86_401)) { _, _ in } }
+        try await timers.register("day", payload: Note.self, lease: .seconds(86_400)) { _, _ in }
+    }
+
+    @Test(
         "C17: dates outside 1970 ..< 2200, NaN and infinite ones, NUL and other control characters in keys, namespaces and handler names, and payloads over 1 MiB are refused with their errors; nothing is stored"
     )
     func outOfRangeInputs() async throws {

@@ -64,6 +64,30 @@ struct DurableHandlerPolicyTests {
     }
 
     @Test(
+        "C17: a retry policy's jitter set after the policy was made is clamped as the initializer clamps it (NaN and infinities 0, past 1 is 1); such a policy registers, and its retry waits within twice the delay"
+    )
+    func jitterSetLaterIsClamped() async throws {
+        var policy = DurableRetryPolicy(maxAttempts: 3, delay: .seconds(10), maxDelay: .seconds(60))
+        for (value, clamped) in [(Double.nan, 0.0), (.infinity, 0), (-.infinity, 0), (-3, 0), (1e300, 1), (0.25, 0.25)] {
+            policy.jitter = value
+            #expect(policy.jitter == clamped, "jitter set to \(value)")
+        }
+        // 1e300 had trapped in `register` (its thousandths do not fit in 64 bits).
+        policy.jitter = 1e300
+        let database = try TemporaryDatabase()
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(path: database.path, clock: virtual.clock, options: exactOptions())
+        struct Failed: Error {}
+        try await timers.register("flaky", payload: Note.self, retry: policy) { _, _ in throw Failed() }
+        await timers.start()
+        try await timers.schedule(key: "flaky", at: at(1), handler: "flaky", payload: Note(text: "flaky"))
+        #expect(try await virtual.reach(1) { try await timers.timer(key: "flaky")?.lastError != nil })
+        let readyAt = try #require(try await timers.timer(key: "flaky")?.readyAt)
+        #expect(readyAt >= at(1) && readyAt <= at(21), "a wait of 10 s spread by at most all of it: \(readyAt)")
+        await timers.shutdown()
+    }
+
+    @Test(
         "C14: a handler with maxConcurrentRuns 2 runs six timers due at once two at a time, never three; the four waiting stay unclaimed (another instance may take them) while another handler's timers run past them; each slot that frees starts the next",
         arguments: StoreKind.allCases)
     func concurrencyLimit(kind: StoreKind) async throws {

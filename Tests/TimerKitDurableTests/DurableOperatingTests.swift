@@ -80,6 +80,72 @@ struct DurableOperatingTests {
         return try await condition()
     }
 
+    @Test(
+        "History pruning keeps up: a heartbeat removes every run past the history's age, batch after batch (one batch of 5,000 a beat fell behind any rate over 167 runs a second), and keeps the newer ones",
+        arguments: StoreKind.allCases)
+    func pruningKeepsUp(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        // 12,000 runs that ended at the epoch (older than a minute by the time the runner starts),
+        // and 10 that end later: more than two batches' worth to prune at one beat.
+        try await kind.insertRuns(file: file, namespace: namespace, count: 12_000, endedAt: epoch)
+        try await kind.insertRuns(file: file, namespace: namespace, count: 10, endedAt: epoch + 3_590_000_000_000, prefix: "recent")
+        #expect(try await kind.runCount(file: file, namespace: namespace) == 12_010)
+        let virtual = makeVirtualClock()
+        await virtual.advance(by: .seconds(3_600))
+        let timers = try DurableTimers(
+            store: store, namespace: namespace, clock: virtual.clock, options: exactOptions { $0.history = DurableTimers.History(maxAge: .seconds(60)) })
+        await timers.start()
+        // The first beat comes as the runner starts.
+        #expect(try await eventually { try await kind.runCount(file: file, namespace: namespace) == 10 }, "aged runs left after a beat")
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test(
+        "C10: postpone is fenced by the occurrence it read: twenty postpones of a second made at once move the timer twenty seconds (each read-then-move had lost the others' delays)",
+        arguments: StoreKind.allCases)
+    func concurrentPostponesAddUp(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let virtual = makeVirtualClock()
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: virtual.clock, options: exactOptions())
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        try await timers.schedule(key: "sale", at: at(100), handler: "note", payload: Note(text: "sale"))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 { group.addTask { try await timers.postpone(key: "sale", by: .seconds(1)) } }
+            try await group.waitForAll()
+        }
+        #expect(try await timers.timer(key: "sale")?.nextDeadline == at(120))
+        await timers.shutdown()
+        await store.close()
+    }
+
+    @Test(
+        "C17: a key given twice in one batch is one timer on every store: replace stores its last entry, keep its first, fail refuses the batch with keyInUse and writes nothing (PostgreSQL had failed with its raw error 21000)",
+        arguments: StoreKind.allCases)
+    func keyTwiceInABatch(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await kind.makeStore(file: file)
+        let timers = try DurableTimers(store: store, namespace: namespace, clock: makeVirtualClock().clock, options: exactOptions())
+        try await timers.register("note", payload: Note.self) { _, _ in }
+        let batch = [
+            (key: "a", at: at(10), payload: Note(text: "first")), (key: "b", at: at(10), payload: Note(text: "b")),
+            (key: "a", at: at(20), payload: Note(text: "last"))
+        ]
+        #expect(try await timers.schedule(batch, handler: "note", ifExists: .replace) == 2)
+        #expect(try await timers.timer(key: "a")?.nextDeadline == at(20))
+        try await timers.cancel(key: "a")
+        #expect(try await timers.schedule(batch, handler: "note", ifExists: .keep) == 1, "b is stored already")
+        #expect(try await timers.timer(key: "a")?.nextDeadline == at(10))
+        try await timers.cancel(key: "a")
+        try await timers.cancel(key: "b")
+        await #expect(throws: DurableTimerError.keyInUse("a")) { try await timers.schedule(batch, handler: "note", ifExists: .fail) }
+        #expect(try await timers.count() == 0)
+        await timers.shutdown()
+        await store.close()
+    }
+
     @Test("History off (History.off) records no run", arguments: StoreKind.allCases)
     func historyOff(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()

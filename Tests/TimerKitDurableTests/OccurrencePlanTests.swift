@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TimerKit
 import TimerKitTesting
 
 @testable import TimerKitDurable
@@ -105,6 +106,40 @@ struct OccurrencePlanTests {
         }
         // Every occurrence before the stored one is accounted for, but those carried as skipped.
         #expect(accounted + stored.skipped == Int(stored.due / (7 * second)) - 1)
+    }
+
+    @Test(
+        "C5: after three days down, a per-second calendar schedule fires once under .once (not once per 10,000 occurrences), its next due the first second after now; .skip and .all(max:) read the occurrences just before now",
+        arguments: [MisfirePolicy.once, .skip, .all(max: 3), .within(.seconds(5))])
+    func longOutageOfACalendarSchedule(policy: MisfirePolicy) throws {
+        let utc = try #require(TimeZone(identifier: "UTC"))
+        let schedule = try CalendarSchedule(cron: "* * * * * *", in: utc)
+        let due: Int64 = 1_800_000_000 * second
+        let now = due + 3 * 86_400 * second + second / 2
+        let stored = DurableTimerRecord(namespace: "n", key: "k", handler: "h", payload: Data(), recurrence: .schedule(schedule), misfire: policy, due: due)
+        let plan = OccurrencePlan.make(stored, now: now, grace: second)
+        let lastSecond = now - second / 2
+        switch policy {
+        case .once:
+            #expect(plan.fires && plan.scheduledDeadline == due && plan.deadlineCount == OccurrencePlan.countLimit)
+            #expect(plan.next == .advance(due: lastSecond + second, skipped: 0, fired: true), "one fire, then the grid after now")
+        case .skip:
+            #expect(plan.fires && plan.scheduledDeadline == lastSecond && plan.deadlineCount == 1, "the occurrence within the grace fires")
+            #expect(plan.next == .advance(due: lastSecond + second, skipped: 0, fired: true))
+        case .all:
+            #expect(plan.fires && plan.scheduledDeadline == lastSecond - 2 * second, "the third-latest occurrence first")
+            #expect(plan.next == .advance(due: lastSecond - second, skipped: 0, fired: true), "then the two after it")
+        case .within:
+            #expect(plan.fires && plan.scheduledDeadline == lastSecond - 4 * second && plan.deadlineCount == 5, "the occurrences of the last 5 s")
+            #expect(plan.next == .advance(due: lastSecond + second, skipped: 0, fired: true))
+        }
+        // Claimed again at its next due, it is back on the grid with no more catching up.
+        if case .advance(let next, let skipped, _) = plan.next {
+            var again = stored
+            (again.due, again.skipped) = (next, skipped)
+            let following = OccurrencePlan.make(again, now: next, grace: second)
+            #expect(following.fires && following.scheduledDeadline == next && following.next == .advance(due: next + second, skipped: 0, fired: true))
+        }
     }
 
     @Test("C7: a manual fire stands for no occurrence; a one-shot ends, a repeating timer keeps its next occurrence")

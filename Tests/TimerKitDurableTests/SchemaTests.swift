@@ -49,7 +49,7 @@ struct SchemaTests {
         let database = try TemporaryDatabase()
         _ = try DurableTimers(path: database.path)
         let versions = try Self.versions(database)
-        #expect(DurableTimers.schemaVersion == 6)
+        #expect(DurableTimers.schemaVersion == 7)
         #expect(versions.map(\.version) == Array(1...SchemaVersions.current))
         #expect(versions.allSatisfy { $0.by == SchemaVersions.release })
         _ = try DurableTimers(path: database.path)  // opening again applies nothing
@@ -70,6 +70,10 @@ struct SchemaTests {
         let versions = try Self.versions(database)
         #expect(versions.map(\.version) == Array(1...SchemaVersions.current))
         #expect(versions.map(\.by) == [SchemaVersions.adopted] + Array(repeating: SchemaVersions.release, count: SchemaVersions.current - 1))
+        let startedIndex = try await DatabaseQueue(path: database.path).read { db in
+            try String.fetchOne(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'timerkit_runs_started'")
+        }
+        #expect(startedIndex == "timerkit_runs_started", "version 7: the history's index by start")
 
         try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
         let keys = Set(try await timers.timers().map(\.key))

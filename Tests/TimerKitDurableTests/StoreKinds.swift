@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 
 @testable import TimerKit
@@ -40,7 +41,57 @@ enum StoreKind: String, CaseIterable, CustomStringConvertible {
     }
 }
 
+extension StoreKind {
+    /// Writes `count` runs straight into the history of `namespace`, each ended at `endedAt` (keys
+    /// `prefix/1`, `prefix/2`, …).
+    func insertRuns(file: TemporaryDatabase, namespace: String, count: Int, endedAt: Int64, prefix: String = "aged") async throws {
+        switch self {
+        case .sqlite:
+            try await DatabaseQueue(path: file.path).write { db in
+                try db.execute(
+                    sql: """
+                        WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+                        INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
+                        SELECT ?, ? || '/' || i, ?, i, 1, 'note', ?, ?, 'succeeded', 'test', NULL FROM n
+                        """, arguments: [count, namespace, prefix, endedAt, endedAt, endedAt])
+            }
+        #if canImport(TimerKitPostgres)
+        case .postgres:
+            try await TestServer.withClient { client in
+                _ = try await client.query(
+                    """
+                    INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
+                    SELECT \(namespace), \(prefix) || '/' || i, \(endedAt), i, 1, 'note', \(endedAt), \(endedAt), 'succeeded', 'test', NULL
+                    FROM generate_series(1, \(count)) AS i
+                    """)
+            }
+        #endif
+        }
+    }
+
+    /// The runs stored for `namespace`.
+    func runCount(file: TemporaryDatabase, namespace: String) async throws -> Int {
+        switch self {
+        case .sqlite:
+            return try await DatabaseQueue(path: file.path).read { db in
+                try Int.fetchOne(db, sql: "SELECT count(*) FROM timerkit_runs WHERE namespace = ?", arguments: [namespace]) ?? 0
+            }
+        #if canImport(TimerKitPostgres)
+        case .postgres:
+            return try await TestServer.withClient { client in
+                var count: Int64 = 0
+                for try await value in try await client.query("SELECT count(*) FROM timerkit_runs WHERE namespace = \(namespace)").decode(Int64.self) {
+                    count = value
+                }
+                return Int(count)
+            }
+        #endif
+        }
+    }
+}
+
 #if canImport(TimerKitPostgres)
+/// The PostgreSQL server the tests use#if canImport(TimerKitPostgres)
 /// The PostgreSQL server the tests use: `TIMERKIT_POSTGRES_URL`, which `Scripts/with-postgres`
 /// sets. Without it the PostgreSQL tests fail, saying so (never a silent skip).
 enum TestServer {
@@ -55,6 +106,14 @@ enum TestServer {
     static func configuration() throws -> PostgresClient.Configuration {
         guard let url, let configuration = PostgresURL.configuration(url) else { throw Missing() }
         return configuration
+    }
+
+    /// Runs `body` with a client of its own on the test server.
+    static func withClient<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+        let client = PostgresClient(configuration: try configuration())
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        return try await body(client)
     }
 
     /// `pg_ctl` for the test cluster.

@@ -130,6 +130,30 @@ struct StoreSeamTests {
         await store.close()
     }
 
+    @Test(
+        "C17: an advance stores a count of skipped occurrences past 2^31 (a millisecond .skip timer down for a month) and reads it back",
+        arguments: StoreKind.allCases)
+    func skippedCountsPastThirtyTwoBits(kind: StoreKind) async throws {
+        let file = try TemporaryDatabase()
+        let (store, ns) = try await kind.makeStore(file: file)
+        let millisecond: Int64 = 1_000_000
+        _ = try await store.put(record(ns, "tiny", due: epoch + second, recurrence: .interval(millisecond)), conflict: .fail)
+        // A month of milliseconds: 2,592,000,000 occurrences, more than a 32-bit column holds.
+        let month = 30 * 86_400 * second
+        let skipped = Int(month / millisecond)
+        #expect(skipped > Int(Int32.max))
+        let claim = try #require(
+            try await store.claim(namespace: ns, key: "tiny", owner: "a", now: epoch + month, leaseUntil: epoch + month + 30 * second, early: false).record)
+        #expect(
+            try await store.finish(
+                namespace: ns, key: "tiny", owner: "a", sequence: claim.sequence,
+                outcome: .advance(due: epoch + month + millisecond, skipped: skipped, fired: false)),
+            "the advance is written (PostgreSQL's integer column refused it: out of range)")
+        let advanced = try #require(try await store.record(namespace: ns, key: "tiny"))
+        #expect(advanced.skipped == skipped && advanced.due == epoch + month + millisecond && advanced.owner == nil)
+        await store.close()
+    }
+
     @Test("finishAll removes, in one call, the completed one-shots the owner still holds at their sequence, and only those", arguments: StoreKind.allCases)
     func completionRounds(kind: StoreKind) async throws {
         let file = try TemporaryDatabase()
@@ -172,11 +196,11 @@ struct StoreSeamTests {
         let (store, ns) = try await kind.makeStore(file: file)
         _ = try await store.put(record(ns, "m", due: epoch + 10 * second), conflict: .fail)
         let before = try #require(try await store.record(namespace: ns, key: "m"))
-        let moved = try #require(try await store.move(namespace: ns, key: "m", due: epoch + 30 * second, readyAt: epoch + 30 * second))
+        let moved = try #require(try await store.move(namespace: ns, key: "m", due: epoch + 30 * second, readyAt: epoch + 30 * second, ifSequence: nil))
         #expect(moved.due == epoch + 30 * second && moved.sequence != before.sequence)
         _ = try await store.claim(namespace: ns, key: "m", owner: "a", now: epoch + 30 * second, leaseUntil: epoch + 60 * second, early: false)
-        #expect(try await store.move(namespace: ns, key: "m", due: epoch, readyAt: epoch) == nil, "held by a runner")
-        #expect(try await store.move(namespace: ns, key: "none", due: epoch, readyAt: epoch) == nil)
+        #expect(try await store.move(namespace: ns, key: "m", due: epoch, readyAt: epoch, ifSequence: nil) == nil, "held by a runner")
+        #expect(try await store.move(namespace: ns, key: "none", due: epoch, readyAt: epoch, ifSequence: nil) == nil)
         let removal = try #require(try await store.delete(namespace: ns, key: "m", now: epoch + 31 * second))
         #expect(removal.record.key == "m" && removal.wasClaimed, "the lease runs to 60 s")
         #expect(try await store.delete(namespace: ns, key: "m", now: epoch + 31 * second) == nil)

@@ -15,6 +15,16 @@ extension Duration {
     package var saturatingNanoseconds: Int64 {
         exactNanoseconds ?? (self < .zero ? Int64.min : Int64.max)
     }
+
+    /// A number of seconds in whole nanoseconds, saturating at the ends of the 64-bit range (NaN
+    /// is zero): for differences of dates read from a store, which may lie centuries apart.
+    package static func saturatingSeconds(_ seconds: Double) -> Duration {
+        let nanoseconds = (seconds * 1e9).rounded()
+        if nanoseconds.isNaN { return .zero }
+        // 2^63 is the first Double past Int64.max; -2^63 is Int64.min itself.
+        if nanoseconds >= 9_223_372_036_854_775_808.0 { return .nanoseconds(Int64.max) }
+        return .nanoseconds(Int64(max(nanoseconds, -9_223_372_036_854_775_808.0)))
+    }
 }
 
 extension Duration {

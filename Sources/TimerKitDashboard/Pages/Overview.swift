@@ -99,10 +99,10 @@ extension Page {
 
     /// `3m 20s ago`, `in 5m 0s`.
     func relative(_ date: Date, now: Date) -> HTML {
-        let nanoseconds = Int64((date.timeIntervalSince(now) * 1e9).rounded())
-        let text = DurableTimerText.duration(.nanoseconds(abs(nanoseconds)))
+        let offset = DurableTimerText.offset(of: date, from: now)
+        let text = DurableTimerText.duration(offset < .zero ? .zero - offset : offset)
         return
-            "<time datetime=\"\(DurableTimerText.instant(date))\" title=\"\(DurableTimerText.instant(date))\">\(nanoseconds >= 0 ? "in \(text)" : "\(text) ago")</time>"
+            "<time datetime=\"\(DurableTimerText.instant(date))\" title=\"\(DurableTimerText.instant(date))\">\(offset >= .zero ? "in \(text)" : "\(text) ago")</time>"
     }
 
     /// A link to the confirmation page of an action.

@@ -21,8 +21,15 @@ struct Page {
     }
 
     /// A whole page: the navigation, the notice of the last action, `body` in `main`.
+    /// A refresh interval in the page's milliseconds: at least a second, at most a day (one past
+    /// 64 bits of milliseconds had trapped).
+    static func milliseconds(_ interval: Duration) -> Int {
+        let milliseconds = Double(interval.components.seconds) * 1_000 + Double(interval.components.attoseconds) / 1e15
+        return Int(min(max(milliseconds.rounded(), 1_000), 86_400_000))
+    }
+
     func document(title: String, live: Bool = true, _ body: HTML) -> DashboardResponse {
-        let refresh = live ? options.refreshInterval.map { Int($0.components.seconds) * 1_000 + Int($0.components.attoseconds / 1_000_000_000_000_000) } : nil
+        let refresh = live ? options.refreshInterval.map(Self.milliseconds) : nil
         // An action's answer, kept by the session: a link cannot make the page say anything.
         let notice: HTML =
             request.query["notice"].flatMap { id in session.flatMap { dashboard.sessions.notice(id, for: $0) } }.map { notice in

@@ -1,4 +1,5 @@
 import Foundation
+import TimerKit
 
 /// How the operating reports write instants, durations and tables (the CLI writes the same).
 package enum DurableTimerText {
@@ -20,6 +21,12 @@ package enum DurableTimerText {
             + "\(sign)\(two(abs(offset) / 3600)):\(two(abs(offset) % 3600 / 60))"
     }
 
+    /// How far `date` lies from `now`, saturating at the ends of the 64-bit range of nanoseconds:
+    /// a stored date may lie centuries away (0.1.0 stored `.distantPast` as -2^63 ns).
+    package static func offset(of date: Date, from now: Date) -> Duration {
+        .saturatingSeconds(date.timeIntervalSince(now))
+    }
+
     /// A duration as a person reads it: `850ms`, `12.5s`, `3m 20s`, `2h 5m`, `3d 4h`; negative
     /// ones with a minus sign.
     package static func duration(_ duration: Duration) -> String {
@@ -31,7 +38,8 @@ package enum DurableTimerText {
         if value < 1e6 { return sign + String(format: "%.0fµs", value / 1e3) }
         if value < 1e9 { return sign + String(format: "%.0fms", value / 1e6) }
         if value < 60e9 { return sign + String(format: "%.1fs", value / 1e9) }
-        let whole = Int64(value / 1e9)
+        // Past 2^63 s (a duration of any stored dates is far less) the count of days saturates.
+        let whole = Int64(min(value / 1e9, 9.2e18))
         if whole < 3600 { return "\(sign)\(whole / 60)m \(whole % 60)s" }
         if whole < 86_400 { return "\(sign)\(whole / 3600)h \(whole % 3600 / 60)m" }
         return "\(sign)\(whole / 86_400)d \(whole % 86_400 / 3600)h"

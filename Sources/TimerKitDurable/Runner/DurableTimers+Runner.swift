@@ -171,7 +171,12 @@ extension DurableTimers {
             for action in actions {
                 switch action {
                 case .arm(let key, let instant, let generation): armWakeUp(key, at: instant, generation: generation)
-                case .disarm(let key): withHandles { $1.wakeUps.removeValue(forKey: key) }?.callback.cancel()
+                case .disarm(let key, let generation):
+                    withHandles { _, handles -> ScheduledCallback? in
+                        // Only the wake-up of that generation: a newer one armed meanwhile stays.
+                        guard let armed = handles.wakeUps[key], armed.generation <= generation else { return nil }
+                        return handles.wakeUps.removeValue(forKey: key)?.callback
+                    }?.cancel()
                 case .claim, .sweep: spawn { await self.claimRounds(action) }
                 case .scheduleSweepTick(let delay):
                     schedule(after: delay) { runner in runner.transition { $0.sweepTickDue() } }

@@ -9,7 +9,7 @@ extension DurableTimers.Runner {
     var heartbeatInterval: Int64 { max(context.options.horizon.saturatingNanoseconds / 2, 1_000_000) }
 
     /// Starts the heartbeat once the store is open: records this instance alive now and every
-    /// ``heartbeatInterval`` until the runner stops, pruning a batch of aged history each time.
+    /// ``heartbeatInterval`` until the runner stops, pruning the aged history each time.
     /// Idempotent.
     func startHeartbeat() {
         let starts = withHandles { machine, handles -> Bool in
@@ -56,7 +56,7 @@ extension DurableTimers.Runner {
     }
 
     /// Records this instance as alive (``DurableTimers/instances()``), and prunes the run history
-    /// by age, a batch at a time.
+    /// by age, in batches until one comes back short.
     private func recordAlive(now: Int64) async {
         let options = context.options
         let instance = DurableInstance(
@@ -65,8 +65,13 @@ extension DurableTimers.Runner {
         do {
             try await context.store.heartbeat(instance)
             if options.history.runsPerTimer > 0 {
+                // Batch after batch until one comes back short: the pruning keeps up with every
+                // rate of runs (one batch a beat kept up with 167 a second), a short write at a time.
                 let before = now.addingSaturating(-options.history.maxAge.saturatingNanoseconds)
-                _ = try await context.store.pruneHistory(namespace: context.namespace, endedBefore: before, limit: Self.pruneBatch)
+                for _ in 0..<Self.pruneBatchesPerBeat {
+                    let pruned = try await context.store.pruneHistory(namespace: context.namespace, endedBefore: before, limit: Self.pruneBatch)
+                    guard pruned >= Self.pruneBatch, isStarted else { break }
+                }
             }
         } catch {
             options.onError(error)
@@ -75,6 +80,10 @@ extension DurableTimers.Runner {
 
     /// The most history rows one prune removes: a short write, however much has aged out.
     static let pruneBatch = 5_000
+
+    /// The most batches a beat prunes: a million rows every beat (30 s by default), far more
+    /// runs than one instance ends in that time.
+    static let pruneBatchesPerBeat = 200
 
     /// The heartbeat's write: none under way, or one — and whether a beat came meanwhile.
     enum HeartbeatWrite: Equatable {

@@ -21,9 +21,11 @@ struct OccurrencePlan: Equatable {
     /// Where the timer goes once the fire (or its absence) is done.
     var next: DurableTimerOutcome
 
-    /// The most occurrences counted one by one for a calendar rule (about 270 years of a daily rule);
-    /// past it, the rest count as one.
-    static let countLimit = 100_000
+    /// The most occurrences of a calendar schedule counted one by one at a claim (about 27 years
+    /// of a daily rule, under three hours of a per-second one). After an outage with more, the
+    /// plan jumps: it finds the occurrences just before now and the first after it, and the
+    /// counts of the fire (``DurableFire/deadlineCount``, skipped occurrences) stop at this limit.
+    static let countLimit = 10_000
 
     /// A plan that parks the timer without a fire.
     static func park(_ record: DurableTimerRecord, _ reason: String) -> OccurrencePlan {
@@ -80,6 +82,24 @@ struct OccurrencePlan: Equatable {
                 current = candidate
                 occurrences.append(current)
                 next = Self.nextOccurrence(of: schedule, after: current)
+            }
+            if let candidate = next, candidate <= now, candidate > current {
+                // More occurrences came than are counted: jump to the last ones before now that
+                // the policy reads, and to the first after now. The ones between are not counted.
+                let wanted: Int
+                var lower = current
+                switch record.misfire {
+                case .once: wanted = 0
+                case .skip: wanted = 1
+                case .all(let max): wanted = min(max, countLimit)
+                case .within(let window):
+                    wanted = countLimit
+                    lower = Swift.max(current, now.addingSaturating(-window.saturatingNanoseconds.clampedNonNegative).addingSaturating(-1))
+                }
+                let last = Self.lastOccurrences(of: schedule, after: lower, upTo: now, count: wanted)
+                occurrences += last
+                current = occurrences.last ?? current
+                next = Self.nextOccurrence(of: schedule, after: Swift.max(now, current))
             }
             guard let after = next, after > current else {
                 if schedule.timeZone != nil, schedule.end != nil {
@@ -166,6 +186,27 @@ struct OccurrencePlan: Equatable {
             default: .advance(due: record.due, skipped: record.skipped, fired: true)
             }
         return OccurrencePlan(fires: true, scheduledDeadline: now, deadlineCount: 0, skippedCount: 0, next: next)
+    }
+
+    /// The last `count` occurrences of `schedule` after `lower` and at or before `now`, oldest
+    /// first: found in a span before `now` that doubles until it holds `count` of them (or reaches
+    /// `lower`), so a long outage costs the occurrences near its end, not all of them.
+    static func lastOccurrences(of schedule: CalendarSchedule, after lower: Int64, upTo now: Int64, count: Int) -> [Int64] {
+        guard count > 0, lower < now else { return [] }
+        var span: Int64 = 1_000_000_000
+        while true {
+            let start = Swift.max(lower, now.addingSaturating(-span))
+            var found: [Int64] = []
+            var cursor = start
+            while let candidate = nextOccurrence(of: schedule, after: cursor), candidate <= now, candidate > cursor {
+                found.append(candidate)
+                cursor = candidate
+                // Only the last `count` are kept: a dense span costs time, never memory.
+                if found.count >= 2 * count { found.removeFirst(found.count - count) }
+            }
+            if found.count >= count || start == lower { return Array(found.suffix(count)) }
+            span = span.multipliedSaturating(by: 2)
+        }
     }
 
     /// The schedule's first occurrence after `nanoseconds` since 1970, in nanoseconds; `nil` if none.

@@ -18,13 +18,24 @@ public struct DurableRetryPolicy: Sendable, Hashable {
     /// The longest wait between attempts.
     public var maxDelay: Duration
     /// The share of each wait spread at random around it, from 0 (none) to 1 (from none to twice).
-    public var jitter: Double
+    ///
+    /// A value set is clamped to 0…1; NaN and infinities are 0.
+    public var jitter: Double {
+        get { clampedJitter }
+        set { clampedJitter = Self.clamp(newValue) }
+    }
+
+    private var clampedJitter: Double
 
     /// A policy; `jitter` is clamped to 0…1.
     public init(maxAttempts: Int = 5, delay: Duration = .seconds(1), maxDelay: Duration = .seconds(300), jitter: Double = 0) {
         self.maxAttempts = maxAttempts
         self.delay = delay
         self.maxDelay = maxDelay
-        self.jitter = jitter.isFinite ? min(max(jitter, 0), 1) : 0
+        self.clampedJitter = Self.clamp(jitter)
+    }
+
+    private static func clamp(_ jitter: Double) -> Double {
+        jitter.isFinite ? min(max(jitter, 0), 1) : 0
     }
 }

@@ -88,8 +88,9 @@ package protocol DurableRunnerStore: Sendable {
 
     /// Moves a timer that no runner holds to the occurrence `due`, ready at `readyAt` (a new
     /// sequence; attempts and the error cleared; a parked timer is scheduled again); returns the
-    /// record as stored, or `nil` if there is none.
-    func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord?
+    /// record as stored, or `nil` if there is none. With `ifSequence`, only that occurrence moves
+    /// (a move computed from a read is fenced by it).
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64, ifSequence: Int64?) async throws(DurableTimerError) -> DurableTimerRecord?
 
     /// Removes at most `limit` runs of the namespace that ended before `endedBefore`, the oldest
     /// first, in one short write; returns how many.

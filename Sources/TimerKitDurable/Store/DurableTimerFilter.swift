@@ -121,12 +121,23 @@ extension DurableTimerFilter {
             """
     }
 
+    /// `minuend - subtrahend` in SQL, saturating at the ends of the 64-bit range: a stored date
+    /// may be any 64-bit value (0.1.0 stored `.distantPast` as -2^63), and PostgreSQL fails a
+    /// statement whose `bigint` arithmetic overflows.
+    package static func saturatingDifference(_ minuend: String, _ subtrahend: String) -> String {
+        """
+        (CASE WHEN \(subtrahend) < 0 AND \(minuend) > \(subtrahend) + 9223372036854775807 THEN 9223372036854775807 \
+        WHEN \(subtrahend) > 0 AND \(minuend) < \(subtrahend) + (-9223372036854775807 - 1) THEN -9223372036854775807 - 1 \
+        ELSE \(minuend) - \(subtrahend) END)
+        """
+    }
+
     /// The lateness of a namespace's runs that started at or after placeholder 2, by handler,
     /// oldest first (the last 10,000).
     package static func latenessSQL(dialect: Dialect) -> String {
         """
         SELECT handler, lateness FROM (
-            SELECT handler, started_ns, started_ns - due_ns AS lateness FROM timerkit_runs
+            SELECT handler, started_ns, \(saturatingDifference("started_ns", "due_ns")) AS lateness FROM timerkit_runs
             WHERE namespace = \(dialect.placeholder(1)) AND started_ns >= \(dialect.placeholder(2))
             ORDER BY started_ns DESC LIMIT 10000
         ) AS recent ORDER BY started_ns

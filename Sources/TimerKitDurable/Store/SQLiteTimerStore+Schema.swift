@@ -123,6 +123,7 @@ extension SQLiteTimerStore {
         ) WITHOUT ROWID;
         """,
         5: "ALTER TABLE timerkit_timers ADD COLUMN trace_context TEXT;",
-        6: ""
+        6: "",
+        7: "CREATE INDEX IF NOT EXISTS timerkit_runs_started ON timerkit_runs (namespace, started_ns);"
     ]
 }

@@ -320,19 +320,19 @@ final class SQLiteTimerStore: DurableTimerStore {
         }
     }
 
-    func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
-        try await write { db in try Self.move(namespace: namespace, key: key, due: due, readyAt: readyAt, db) }
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64, ifSequence: Int64?) async throws(DurableTimerError) -> DurableTimerRecord? {
+        try await write { db in try Self.move(namespace: namespace, key: key, due: due, readyAt: readyAt, ifSequence: ifSequence, db) }
     }
 
-    /// One move, in `db`'s transaction.
-    static func move(namespace: String, key: String, due: Int64, readyAt: Int64, _ db: Database) throws -> DurableTimerRecord? {
+    /// One move, in `db`'s transaction: of the occurrence `ifSequence` only, when one is given.
+    static func move(namespace: String, key: String, due: Int64, readyAt: Int64, ifSequence: Int64? = nil, _ db: Database) throws -> DurableTimerRecord? {
         try db.row(
             """
             UPDATE timerkit_timers SET due_ns = ?, ready_at_ns = ?, sequence = ?, attempts = 0, skipped = 0, last_error = NULL,
                 \(Self.dialect.unparkAssignments)
-            WHERE namespace = ? AND key = ? AND owner IS NULL
+            WHERE namespace = ? AND key = ? AND owner IS NULL AND (? IS NULL OR sequence = ?)
             RETURNING *
-            """, [due, readyAt, try nextSequence(db), namespace, key]
+            """, [due, readyAt, try nextSequence(db), namespace, key, ifSequence, ifSequence]
         ).map { record($0) }
     }
 

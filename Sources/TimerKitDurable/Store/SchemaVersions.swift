@@ -18,6 +18,10 @@
 /// 6. PostgreSQL: the statements of every fire as functions with planner settings
 ///    (`timerkit_claim_keys`, `timerkit_finish_all`, `timerkit_renew`): one probe of the primary
 ///    key per key, whatever the table's statistics. SQLite: nothing.
+/// 7. The run history's index by start (`timerkit_runs_started`), which the statistics read.
+///    PostgreSQL: also the timers' `skipped` column as `bigint`, as the runner counts (a repeating
+///    timer with a tiny interval skips more than 2^31 occurrences in a long outage); the change
+///    rewrites the table under an exclusive lock. SQLite's integers are 64-bit already.
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL
@@ -25,7 +29,7 @@
 /// one migrates and the others find the work done.
 package enum SchemaVersions {
     /// The version this build reads and writes.
-    package static let current = 6
+    package static let current = 7
 
     /// The release that writes ``current``, recorded beside each migration it applies (the work
     /// toward 0.2.0 until it is tagged).
@@ -38,7 +42,8 @@ package enum SchemaVersions {
         3: "PostgreSQL: the sweep's function timerkit_sweep and the timers' autovacuum settings; SQLite: no change",
         4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column",
         5: "tracing: the timers' trace_context column (the scheduling span's propagation headers)",
-        6: "PostgreSQL: the claim, removal and renewal functions (timerkit_claim_keys, timerkit_finish_all, timerkit_renew); SQLite: no change"
+        6: "PostgreSQL: the claim, removal and renewal functions (timerkit_claim_keys, timerkit_finish_all, timerkit_renew); SQLite: no change",
+        7: "the run history's index by start (timerkit_runs_started); PostgreSQL: the timers' skipped column is bigint"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

@@ -21,7 +21,8 @@ extension PostgresTimerStore {
     }
 
     /// Runs `body` on a connection of the pool within the timeout, mapping its failures; waits
-    /// for the store's opening first (unless it is part of it: `opening`).
+    /// for the store's opening first (unless it is part of it: `opening`). The reserved lane's
+    /// calls run on ``reservedExecutor``, never on the cooperative pool that handlers share.
     ///
     /// A call that outlives the timeout is cancelled and left behind, never waited for, and the
     /// connection it holds is closed: postgres-nio does not cancel a query that is under way, so a
@@ -42,6 +43,8 @@ extension PostgresTimerStore {
             }
         }
         let (client, logger, timeout, permits, opened) = (client, logger, timeout, lane == .general ? generalPermits : nil, opened)
+        // The reserved lane's calls on the store's own executor; the others on the global one.
+        let executor: (any TaskExecutor)? = lane == .reserved ? reservedExecutor : nil
         let openingFailure = openingFailure
         let result: Result<T, DurableTimerError> = await withCheckedContinuation { continuation in
             let waiting = Locked<CheckedContinuation<Result<T, DurableTimerError>, Never>?>(continuation)
@@ -60,7 +63,7 @@ extension PostgresTimerStore {
                     timeout, connected: connection != nil, opening: opening || opened.isOpen ? nil : openingFailure.withLock({ $0 }))
                 continuation.resume(returning: .failure(.unreachable(reason: reason)))
             }
-            let task = Task {
+            let task = Task(executorPreference: executor) {
                 let result: Result<T, DurableTimerError>
                 do {
                     if !opening, !(await opened.wait()) { throw CancellationError() }

@@ -152,14 +152,14 @@ extension PostgresTimerStore {
             """, notifying: namespace)
     }
 
-    func move(namespace: String, key: String, due: Int64, readyAt: Int64) async throws(DurableTimerError) -> DurableTimerRecord? {
+    func move(namespace: String, key: String, due: Int64, readyAt: Int64, ifSequence: Int64?) async throws(DurableTimerError) -> DurableTimerRecord? {
         let horizon = notifyWithin
         return try await fetchOne(
             """
             WITH moved AS (
                 UPDATE timerkit_timers SET due_ns = \(due), ready_at_ns = \(readyAt), sequence = nextval('timerkit_sequence'), attempts = 0,
                     skipped = 0, last_error = NULL, \(unescaped: Self.dialect.unparkAssignments)
-                WHERE namespace = \(namespace) AND key = \(key) AND owner IS NULL
+                WHERE namespace = \(namespace) AND key = \(key) AND owner IS NULL AND (\(ifSequence)::bigint IS NULL OR sequence = \(ifSequence))
                 RETURNING \(unescaped: Self.allColumns)
             ),
             notified AS (

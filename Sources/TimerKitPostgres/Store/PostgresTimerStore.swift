@@ -50,6 +50,10 @@ final class PostgresTimerStore: DurableTimerStore {
     /// The general lane's share of the pool: the pool's size less the reserved connections; `nil`
     /// for a pool of one, which the lanes share.
     let generalPermits: Permits?
+    /// Where the reserved lane's calls and the pool's own work run: a dispatch queue of the
+    /// store's, not Swift's cooperative pool, which handlers that block or spin can fill (then a
+    /// renewal waited there past its lease, and the occurrence ran twice).
+    let reservedExecutor = DispatchTaskExecutor(label: "TimerKitPostgres.Reserved")
     /// Open once the database has answered the store's opening (schema, clock): every call but
     /// the opening's waits for it.
     let opened: Latch
@@ -113,7 +117,12 @@ final class PostgresTimerStore: DurableTimerStore {
         listening.options.keepAliveBehavior = nil
         listenerClient = PostgresClient(configuration: listening, backgroundLogger: logger)
         let (client, listenerClient) = (client, listenerClient)
-        tasks.withLock { $0.runs = [Task { await client.run() }, Task { await listenerClient.run() }] }
+        // The pools' own work (connecting, keeping alive) on the store's executor, beside the
+        // renewals that need its connections.
+        let executor = reservedExecutor
+        tasks.withLock {
+            $0.runs = [Task(executorPreference: executor) { await client.run() }, Task(executorPreference: executor) { await listenerClient.run() }]
+        }
         do {
             try await open(upgrade)
         } catch .unreachable(let reason) where waitsForDatabase {

@@ -60,6 +60,11 @@ extension FleetTests {
             let log = FireLog()
             let timers = try await DurableTimers(postgres: try scratch.configuration(), options: options())
             #expect(try versions(scratch) == ["1 \(SchemaVersions.adopted)"] + (2...SchemaVersions.current).map { "\($0) \(SchemaVersions.release)" })
+            // Version 7: 64-bit skipped counts, and the history's index by start.
+            #expect(
+                try scratch.psql("SELECT data_type FROM information_schema.columns WHERE table_name = 'timerkit_timers' AND column_name = 'skipped'")
+                    == "bigint\n")
+            #expect(try scratch.psql("SELECT to_regclass('timerkit_runs_started') IS NOT NULL") == "t\n")
             try await timers.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
             #expect(Set(try await timers.timers().map(\.key)) == ["once", "within", "every-10s", "daily-berlin", "batch-1", "batch-2", "café ☕", "parked"])
             #expect(try await timers.timer(key: "parked")?.state == .failed)
@@ -72,6 +77,20 @@ extension FleetTests {
             let other = try await DurableTimers(postgres: try scratch.configuration(), namespace: "other", options: options())
             #expect(try await other.count() == 7)
             await other.shutdown()
+        }
+
+        @Test("C17: options out of range are refused before the store connects: a database with no schema is left without one")
+        func optionsRefusedBeforeMigrating() async throws {
+            let scratch = try ScratchDatabase()
+            defer { scratch.drop() }
+            let tooLong = options { $0.lease = .seconds(86_401) }
+            await #expect {
+                _ = try await DurableTimers(postgres: try scratch.configuration(), options: tooLong)
+            } throws: { error in
+                guard case DurableTimerError.invalidDuration(let reason) = error else { return false }
+                return reason.contains("lease")
+            }
+            #expect(try scratch.psql("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'timerkit%'").trimmingCharacters(in: .whitespacesAndNewlines) == "0")
         }
 
         @Test("C17: a database at a newer schema version is refused with an error naming both versions, and is left as it was")

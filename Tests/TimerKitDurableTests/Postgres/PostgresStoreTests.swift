@@ -39,6 +39,33 @@ struct PostgresStoreTests {
     }
 
     @Test(
+        "No polling across horizons: a writer whose horizon is 2 s notifies a timer due in 5 s, and an instance with the default horizon fires it before its next load (the writer had judged by its own horizon and sent nothing)"
+    )
+    func notificationBeyondTheWritersHorizon() async throws {
+        let log = FireLog()
+        let namespace = "horizons-\(UUID().uuidString.prefix(8))"
+        let configuration = try TestServer.configuration()
+        let writer = try await DurableTimers(postgres: configuration, namespace: namespace, options: options { $0.horizon = .seconds(2) })
+        try await writer.register("note", payload: Note.self) { _, _ in }
+        let horizonLoads = Locked(0)
+        let firer = try await DurableTimers(
+            postgres: configuration, namespace: namespace,
+            options: options { options in
+                options.onEvent = { event in
+                    if case .loaded(scope: .horizon, _, _) = event { horizonLoads.withLock { $0 += 1 } }
+                }
+            })
+        try await firer.register("note", payload: Note.self) { note, fire in log.append(note.text, fire) }
+        await firer.start()  // loads its (empty) horizon now, next in 30 s
+        #expect(await eventually { horizonLoads.withLock { $0 } == 1 })
+        try await writer.schedule(key: "k", after: .seconds(5), handler: "note", payload: Note(text: "beyond the writer's horizon"))
+        #expect(await eventually { log.count == 1 })
+        #expect(horizonLoads.withLock { $0 } == 1, "armed by the notification: it fired before the firer's next load")
+        await firer.shutdown()
+        await writer.shutdown()
+    }
+
+    @Test(
         "C17: a key, namespace and handler name at the 512-byte limit, of the characters JSON escapes (quotes, backslashes) and of 3-byte ones, travel in one notification: the timer is scheduled and fires on another instance at once"
     )
     func notificationAtTheLimits() async throws {
@@ -254,6 +281,52 @@ struct PostgresStoreTests {
             return
         }
         #expect(abs(store.clockOffset) < 1_000_000_000, "the measured offset to a server on loopback is below a second")
+        await store.close()
+    }
+
+    @Test(
+        "C14: a renewal is answered while tasks spin on every thread of Swift's cooperative pool: the calls that keep claims alive (so no second run starts elsewhere) run on an executor of the store's own"
+    )
+    func renewalBesideASaturatedPool() async throws {
+        let file = try TemporaryDatabase()
+        let (store, namespace) = try await StoreKind.postgres.makeStore(file: file)
+        let second: Int64 = 1_000_000_000
+        let record = DurableTimerRecord(
+            namespace: namespace, key: "held", handler: "note", payload: Data(#"{"text":"held"}"#.utf8), recurrence: .none, misfire: .once, due: epoch)
+        _ = try await store.put(record, conflict: .fail)
+        let claim = try #require(
+            try await store.claim(namespace: namespace, key: "held", owner: "a", now: epoch, leaseUntil: epoch + 30 * second, early: false).record)
+        // Handlers that never suspend, one per thread of the pool, for up to 20 s; they stop as
+        // soon as the renewal has returned.
+        let cores = ProcessInfo.processInfo.activeProcessorCount
+        let started = Locked(0)
+        let renewed = Locked(false)
+        let giveUp = Date().addingTimeInterval(20)
+        let spinners = (0..<cores).map { _ in
+            Task.detached { () -> Bool in
+                started.withLock { $0 += 1 }
+                while !renewed.withLock({ $0 }), Date() < giveUp {}
+                return renewed.withLock { $0 }
+            }
+        }
+        // The runner renews from an executor of its own (a dispatch queue), as here.
+        let renewal = Task(executorPreference: DispatchTaskExecutor(label: "test.renewals")) { () throws -> Set<StoredKey> in
+            let waitUntil = Date().addingTimeInterval(5)
+            while started.withLock({ $0 }) < cores, Date() < waitUntil { usleep(1_000) }
+            let kept = try await store.renewAll(
+                namespace: namespace, claims: [DurableHeldClaim(key: "held", owner: "a", sequence: claim.sequence)], now: epoch + second,
+                leaseUntil: epoch + 31 * second)
+            renewed.withLock { $0 = true }
+            return kept
+        }
+        let kept = try await renewal.value
+        var stoppedByTheRenewal: [Bool] = []
+        for spinner in spinners { stoppedByTheRenewal.append(await spinner.value) }
+        #expect(kept == [StoredKey("held")])
+        #expect(
+            stoppedByTheRenewal.allSatisfy { $0 },
+            "the renewal returned only after the spinning tasks gave up (20 s): it waited for a thread of the cooperative pool")
+        #expect(try await store.record(namespace: namespace, key: "held")?.leaseUntil == epoch + 31 * second)
         await store.close()
     }
 

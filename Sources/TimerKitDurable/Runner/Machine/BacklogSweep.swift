@@ -8,6 +8,10 @@
 /// backlog it. A handler whose slots were all taken when a sweep went is left out of it; once it
 /// has room, the room is kept for the next sweep (``owes(_:)``), or its backlog would wait for
 /// ever behind its timers coming due on time.
+///
+/// A sweep waits for half the slots to be free, or for the next tick (``mayStart(freeSlots:capacity:anyHandlerHasRoom:)``).
+/// Short handlers free their slots one by one, microseconds apart: a sweep started at the first
+/// took one row, the next the rest, and a backlog drained at half the rows per round trip.
 struct BacklogSweep: Sendable, Equatable {
     /// What the runner should do when a backlog ends.
     enum Check: Sendable, Equatable {
@@ -30,6 +34,8 @@ struct BacklogSweep: Sendable, Equatable {
     private(set) var isTickArmed = false
     /// The next claim round is a sweep (a round of woken keys went while the backlog waited).
     private(set) var isTurn = false
+    /// A tick came since the last sweep started: a sweep may go with fewer than half the slots.
+    private(set) var tickedSinceSweep = true
     /// The handler slots the sweep in flight took (its limit), or 0.
     private(set) var inFlight = 0
     /// What the sweeps of this backlog claimed so far.
@@ -69,6 +75,7 @@ struct BacklogSweep: Sendable, Equatable {
     /// while every slot was busy does not pile up into a burst). `false` when no backlog waits.
     mutating func tickCame() -> Bool {
         isTickArmed = false
+        tickedSinceSweep = true
         guard isPending else { return false }
         // A tick's credit is at most 2^40 (``RunnerStateMachine/Configuration/catchUp(rate:)``):
         // no overflow here.
@@ -93,9 +100,11 @@ struct BacklogSweep: Sendable, Equatable {
         isTurn = isPending
     }
 
-    /// Whether a sweep may start, given the free slots and whether any handler here has room.
-    func mayStart(freeSlots: Int, anyHandlerHasRoom: @autoclosure () -> Bool) -> Bool {
-        isPending && freeSlots > 0 && credit > 0 && anyHandlerHasRoom()
+    /// Whether a sweep may start, given the free slots of `capacity` and whether any handler here
+    /// has room: at least half the slots free, or a tick came since the last sweep (handlers that
+    /// hold their slots long still get each free one within a tick).
+    func mayStart(freeSlots: Int, capacity: Int, anyHandlerHasRoom: @autoclosure () -> Bool) -> Bool {
+        isPending && freeSlots > 0 && credit > 0 && (2 * freeSlots >= capacity || tickedSinceSweep) && anyHandlerHasRoom()
     }
 
     /// Starts a sweep of at most `freeSlots`, leaving out `skipping` (handlers without room):
@@ -103,6 +112,7 @@ struct BacklogSweep: Sendable, Equatable {
     mutating func start(freeSlots: Int, skipping: [String]) -> Int {
         let limit = min(freeSlots, credit)
         isTurn = false
+        tickedSinceSweep = false
         credit -= limit
         inFlight = limit
         skipped = skipping

@@ -274,8 +274,10 @@ extension RunnerStateMachine {
     enum Action: Sendable, Equatable {
         /// Arm a wake-up for the key at `at` (store time), replacing the key's armed one.
         case arm(StoredKey, at: Int64, generation: UInt64)
-        /// Cancel the key's armed wake-up.
-        case disarm(StoredKey)
+        /// Cancel the key's wake-up armed for `generation`, if it is still the one armed. Actions
+        /// run outside the lock, so another transition's later arm of the key may have been carried
+        /// out first: that newer wake-up stays.
+        case disarm(StoredKey, generation: UInt64)
         /// Claim these keys, as the round `token` (manual ones early, one by one).
         case claim([QueuedClaim], token: String)
         /// Claim up to `limit` of the store's ready timers no runner holds, the earliest first, as

@@ -132,8 +132,8 @@ struct RunnerStateMachine: Sendable {
         var actions: [Action] = []
         for (key, occurrence) in occurrences {
             switch occurrence.phase {
-            case .armed:
-                actions.append(.disarm(key))
+            case .armed(_, let generation):
+                actions.append(.disarm(key, generation: generation))
                 occurrences[key] = nil
             case .queued:
                 occurrences[key] = nil
@@ -244,10 +244,10 @@ struct RunnerStateMachine: Sendable {
         }
         if let handler { occurrence.handler = handler }
         switch occurrence.phase {
-        case .armed(let armedAt, _):
+        case .armed(let armedAt, let generation):
             guard wanted else {
                 occurrences[key] = nil
-                return [.disarm(key)]
+                return [.disarm(key, generation: generation)]
             }
             occurrences[key] = occurrence
             return armedAt == readyAt ? [] : arm(key, readyAt: readyAt, at: wakeAt ?? readyAt, handler: occurrence.handler)
@@ -264,9 +264,9 @@ struct RunnerStateMachine: Sendable {
     mutating func removed(_ key: StoredKey) -> [Action] {
         guard var occurrence = occurrences[key] else { return [] }
         switch occurrence.phase {
-        case .armed:
+        case .armed(_, let generation):
             occurrences[key] = nil
-            return [.disarm(key)]
+            return [.disarm(key, generation: generation)]
         case .queued:
             occurrences[key] = nil
             return []
@@ -306,8 +306,8 @@ struct RunnerStateMachine: Sendable {
         case nil:
             occurrences[key] = Occurrence(phase: .queued(isManual: true))
             queue.append(key)
-        case .armed:
-            actions.append(.disarm(key))
+        case .armed(_, let generation):
+            actions.append(.disarm(key, generation: generation))
             occurrences[key]!.phase = .queued(isManual: true)
             queue.append(key)
         case .queued:
@@ -404,7 +404,7 @@ struct RunnerStateMachine: Sendable {
 
     /// Whether a sweep may start: a backlog, a free slot, credit.
     private var canSweep: Bool {
-        sweep.mayStart(freeSlots: admission.free, anyHandlerHasRoom: policies.isEmpty || handlers.contains(where: hasRoom))
+        sweep.mayStart(freeSlots: admission.free, capacity: admission.capacity, anyHandlerHasRoom: policies.isEmpty || handlers.contains(where: hasRoom))
     }
 
     // MARK: Sweeping a backlog
@@ -465,8 +465,8 @@ struct RunnerStateMachine: Sendable {
         var actions: [Action] = []
         var occurrence = occurrences[key] ?? Occurrence(phase: .queued(isManual: false))
         switch occurrence.phase {
-        case .armed:
-            actions.append(.disarm(key))
+        case .armed(_, let generation):
+            actions.append(.disarm(key, generation: generation))
         case .queued:
             break
         case .releasing(var run, let readyAt, _):
