@@ -21,7 +21,8 @@
 /// 7. The run history's index by start (`timerkit_runs_started`), which the statistics read.
 ///    PostgreSQL: also the timers' `skipped` column as `bigint`, as the runner counts (a repeating
 ///    timer with a tiny interval skips more than 2^31 occurrences in a long outage); the change
-///    rewrites the table under an exclusive lock. SQLite's integers are 64-bit already.
+///    rewrites the table under an exclusive lock. SQLite's integers are 64-bit already. And the
+///    removal of one-shots that ran as `timerkit_finish_runs`, each run bound beside its key.
 ///
 /// A store reads what it finds (``Found``), asks ``steps(from:upgrade:store:)`` what to do, and
 /// applies the steps in one transaction behind its lock (the SQLite write lock, a PostgreSQL
@@ -43,7 +44,7 @@ package enum SchemaVersions {
         4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column",
         5: "tracing: the timers' trace_context column (the scheduling span's propagation headers)",
         6: "PostgreSQL: the claim, removal and renewal functions (timerkit_claim_keys, timerkit_finish_all, timerkit_renew); SQLite: no change",
-        7: "the run history's index by start (timerkit_runs_started); PostgreSQL: the timers' skipped column is bigint"
+        7: "the run history's index by start (timerkit_runs_started); PostgreSQL: the timers' skipped column is bigint, and the removal function timerkit_finish_runs"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

@@ -118,7 +118,7 @@ extension PostgresTimerStore {
         let completed = completed.sorted { $0.key < $1.key }
         let statement = FinishAll(
             keys: completed.map(\.key), owners: completed.map(\.owner), sequences: completed.map(\.sequence), namespace: namespace,
-            runs: keep > 0 ? completed.compactMap(\.run) : [])
+            runs: completed.map { keep > 0 ? $0.run : nil })
         return try await call(.reserved) { connection, logger in
             var removed: Set<StoredKey> = []
             for try await key in try await connection.execute(statement, logger: logger) { removed.insert(StoredKey(key)) }

@@ -307,9 +307,37 @@ extension PostgresTimerStore {
         // down for a month skips 2.6 billion, past `integer`, and its advance failed for ever.
         // The statistics read the recent runs by their start: an index for them (they scanned
         // the namespace's whole history every five seconds on the dashboard).
+        // The removal of one-shots that ran takes each run beside its key, and records the runs
+        // of the rows it deleted from what the deletion returns. Version 6's function joined its
+        // runs to the deleted rows, and with hash joins off that join compared every pair: 12 ms
+        // a call at 377 rows, so a backlog's removals fell behind and grew (version 6's
+        // function stays, for instances of that release during an upgrade).
         7: [
             "ALTER TABLE timerkit_timers ALTER COLUMN skipped TYPE bigint",
-            "CREATE INDEX IF NOT EXISTS timerkit_runs_started ON timerkit_runs (namespace, started_ns)"
+            "CREATE INDEX IF NOT EXISTS timerkit_runs_started ON timerkit_runs (namespace, started_ns)",
+            """
+            CREATE OR REPLACE FUNCTION timerkit_finish_runs(
+                p_keys text[], p_owners text[], p_sequences bigint[], p_namespace text, r_started bigint[], r_sequences bigint[],
+                r_attempts integer[], r_handlers text[], r_due bigint[], r_ended bigint[], r_outcomes text[], r_instances text[], r_errors text[]
+            ) RETURNS SETOF text LANGUAGE sql VOLATILE
+            SET enable_bitmapscan = off SET enable_seqscan = off SET enable_hashjoin = off SET enable_mergejoin = off
+            AS $$
+                WITH removed AS (
+                    DELETE FROM timerkit_timers t
+                    USING unnest(p_keys, p_owners, p_sequences, r_started, r_sequences, r_attempts, r_handlers, r_due, r_ended, r_outcomes, r_instances, r_errors)
+                        AS d(key, owner, sequence, s, q, a, h, du, e, o, i, x)
+                    WHERE t.namespace = p_namespace AND t.key = d.key AND t.owner = d.owner AND t.sequence = d.sequence
+                    RETURNING t.key, d.s, d.q, d.a, d.h, d.du, d.e, d.o, d.i, d.x
+                ),
+                recorded AS (
+                    INSERT INTO timerkit_runs (namespace, key, started_ns, sequence, attempt, handler, due_ns, ended_ns, outcome, instance, error)
+                    SELECT p_namespace, r.key, r.s, r.q, r.a, r.h, r.du, r.e, r.o, r.i, nullif(r.x, chr(1))
+                    FROM removed AS r WHERE r.o <> ''
+                    ON CONFLICT DO NOTHING
+                )
+                SELECT key FROM removed
+            $$
+            """
         ]
     ]
 

@@ -75,39 +75,39 @@ extension PostgresTimerStore {
 
     /// Removes the one-shots that ran, each if its claim still holds it.
     struct FinishAll: PostgresPreparedStatement {
-        static let name = "timerkit_finish_all_v6"
-        // Schema version 6's function. The runs of the one-shots removed are recorded by the same
+        static let name = "timerkit_finish_runs_v7"
+        // Schema version 7's function. The runs of the one-shots removed are recorded by the same
         // statement: a reader never sees a finished one-shot gone without its run, and a crash
-        // cannot keep one without the other.
-        static let sql = "SELECT timerkit_finish_all($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+        // cannot keep one without the other. Each run is bound beside its key (an empty outcome
+        // for none), so the function records what its deletion returns, with no join.
+        static let sql = "SELECT timerkit_finish_runs($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
         static let bindingDataTypes: [PostgresDataType] = [
-            .textArray, .textArray, .int8Array, .text, .textArray, .int8Array, .int8Array, .int4Array, .textArray, .int8Array, .int8Array,
-            .textArray, .textArray, .textArray
+            .textArray, .textArray, .int8Array, .text, .int8Array, .int8Array, .int4Array, .textArray, .int8Array, .int8Array, .textArray,
+            .textArray, .textArray
         ]
 
         var keys: [String]
         var owners: [String]
         var sequences: [Int64]
         var namespace: String
-        /// The runs to record, of the timers among `keys` (none when history is off).
-        var runs: [DurableTimerRun]
+        /// The run to record for each key, or `nil` (none, or history is off).
+        var runs: [DurableTimerRun?]
 
         func makeBindings() throws -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 14)
+            var bindings = PostgresBindings(capacity: 13)
             bindings.append(keys)
             bindings.append(owners)
             bindings.append(sequences)
             bindings.append(namespace)
-            bindings.append(runs.map(\.key))
-            bindings.append(runs.map(\.startedNanoseconds))
-            bindings.append(runs.map(\.sequence))
-            bindings.append(runs.map { Int32(clamping: $0.attempt) })
-            bindings.append(runs.map(\.handler))
-            bindings.append(runs.map(\.dueNanoseconds))
-            bindings.append(runs.map(\.endedNanoseconds))
-            bindings.append(runs.map(\.outcome.rawValue))
-            bindings.append(runs.map(\.instance))
-            bindings.append(runs.map { $0.error ?? "\u{1}" })
+            bindings.append(runs.map { $0?.startedNanoseconds ?? 0 })
+            bindings.append(runs.map { $0?.sequence ?? 0 })
+            bindings.append(runs.map { Int32(clamping: $0?.attempt ?? 0) })
+            bindings.append(runs.map { $0?.handler ?? "" })
+            bindings.append(runs.map { $0?.dueNanoseconds ?? 0 })
+            bindings.append(runs.map { $0?.endedNanoseconds ?? 0 })
+            bindings.append(runs.map { $0?.outcome.rawValue ?? "" })
+            bindings.append(runs.map { $0?.instance ?? "" })
+            bindings.append(runs.map { $0?.error ?? "\u{1}" })
             return bindings
         }
 
