@@ -44,7 +44,7 @@ package enum SchemaVersions {
         4: "operating: run history (timerkit_runs), instances (timerkit_instances), pauses (timerkit_pauses) and the timers' paused column",
         5: "tracing: the timers' trace_context column (the scheduling span's propagation headers)",
         6: "PostgreSQL: the claim, removal and renewal functions (timerkit_claim_keys, timerkit_finish_all, timerkit_renew); SQLite: no change",
-        7: "the run history's index by start (timerkit_runs_started); PostgreSQL: the timers' skipped column is bigint, and the removal function timerkit_finish_runs"
+        7: "the history's index by start; PostgreSQL: skipped as bigint, and the removal function timerkit_finish_runs"
     ]
 
     /// Who is recorded as having applied version 1 when it was found without a record.

@@ -72,8 +72,10 @@ struct PostgresPlanTests {
         let owners = "ARRAY[\(keys.map { _ in "'o/1'" }.joined(separator: ","))]::text[]"
         let sequences = "ARRAY[\((1...64).map(String.init).joined(separator: ","))]::bigint[]"
         // No run to record beside any key: zeros and empty outcomes, one per key.
-        let none = [("0", "bigint"), ("0", "bigint"), ("0", "integer"), ("''", "text"), ("0", "bigint"), ("0", "bigint"), ("''", "text"), ("''", "text"), ("''", "text")]
-            .map { value, type in "array_fill(\(value)::\(type), ARRAY[64])" }
+        let none = [
+            ("0", "bigint"), ("0", "bigint"), ("0", "integer"), ("''", "text"), ("0", "bigint"), ("0", "bigint"), ("''", "text"), ("''", "text"), ("''", "text")
+        ]
+        .map { value, type in "array_fill(\(value)::\(type), ARRAY[64])" }
         let calls = [
             "timerkit_renew(NULL, 1000, \(keyArray), \(owners), \(sequences), 'plans')",
             "timerkit_finish_runs(\(keyArray), \(owners), \(sequences), 'plans', \(none.joined(separator: ", ")))",
